@@ -1,0 +1,37 @@
+// Command gpuheal-controller runs the leader-elected remediation controller.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gpuheal/gpuheal/internal/logging"
+	"github.com/gpuheal/gpuheal/internal/remediation"
+)
+
+func main() {
+	opts, err := parseOptions(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gpuheal-controller:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, opts)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gpuheal-controller:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, opts *options) error {
+	log, err := logging.Setup(os.Stderr, opts.log)
+	if err != nil {
+		return err
+	}
+	log.Info("starting gpuheal-controller", "leaderElection", opts.manager.LeaderElection)
+	return remediation.Run(ctx, opts.manager)
+}

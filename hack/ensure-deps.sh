@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests use when they are missing. Safe to
+# run repeatedly: it does nothing when everything is there.
+set -euo pipefail
+
+need=()
+command -v gcc >/dev/null || need+=(gcc)     # cgo for the NVML backend
+command -v git >/dev/null || need+=(git)
+
+if ((${#need[@]})); then
+  echo ">> installing Debian packages: ${need[*]}"
+  sudo=""; [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

@@ -1,0 +1,54 @@
+// Package cli is the gpuheal command line: the operator's window on the
+// fleet. The same binary works as a kubectl plugin (kubectl-gpuheal).
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuheal/gpuheal/internal/logging"
+	"github.com/gpuheal/gpuheal/internal/version"
+)
+
+type globalOptions struct {
+	log logging.Options
+}
+
+// NewRoot builds the command tree writing to out and errOut.
+func NewRoot(out, errOut io.Writer) *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:           "gpuheal",
+		Short:         "Self-healing GPU nodes for Kubernetes",
+		Long:          "gpuheal finds sick GPU nodes, takes them out of service safely, has them rebooted or replaced, and keeps a record.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version.Version,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := logging.Setup(errOut, g.log)
+			return err
+		},
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.PersistentFlags().StringVar(&g.log.Format, "log-format", "text", "log format: json or text")
+	root.PersistentFlags().StringVar(&g.log.Level, "log-level", "info", "log level: debug, info, warn or error")
+	root.AddCommand(newDevCommand(out))
+	return root
+}
+
+// Execute runs the CLI and returns the error to report.
+func Execute(ctx context.Context, args []string, out, errOut io.Writer) error {
+	root := NewRoot(out, errOut)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		return fmt.Errorf("gpuheal: %w", err)
+	}
+	return nil
+}
+
+func logger() *slog.Logger { return slog.Default() }

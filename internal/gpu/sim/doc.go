@@ -1,0 +1,45 @@
+// Package sim is a deterministic simulated GPU node: a gpu.Source with
+// fault injection and a kernel log, for tests, benchmarks and the demo.
+//
+// Every reading is a pure function of (Options.Seed, Options.NodeName, GPU
+// index, clock second), so the same options, clock times and fault
+// sequence give byte-identical snapshots. The node starts healthy and idle
+// (35–45 C, GPU-idle clock reason, zero error counters).
+//
+// Faults (Fault.Kind, with Params) change what the next Snapshot reads and
+// write the kernel-log records the real fault produces, in the forms seen
+// on real nodes:
+//
+//	xid                  code (required), message, pid, name, data: only the event
+//	                     (XidEvents/XidTotals) and the line, no other state; "NVRM: Xid (PCI:0000:18:00): 13, pid='<unknown>', name=<unknown>, …"
+//	                     (pid-only prefix for 63, 64, 94, 95; none for 149, 154)
+//	sbe                  count=1: corrected ECC counts; silent, as on real GPUs (add xid 92 for a rate alarm)
+//	dbe                  count=1: uncorrected ECC counts; Xid 48 "An uncorrectable double bit error (DBE) …"
+//	row-remap-pending    cause=uncorrectable|correctable: remap count, Pending; Xid 63 "Row Remapper: New row marked …"
+//	row-remap-failure    Failure; Xid 64 "Row Remapper Error: (0x…) - All reserved rows for bank are remapped"
+//	retired-pages        sbe, dbe, pending=true (pre-Ampere only, V100); Xid 63
+//	pcie-replay          count=1: replay counter; up to 4 AER reports, RxErr and BadTLP alternating:
+//	                     "pcieport 0000:17:01.0: AER: Corrected error received: 0000:18:00.0" + 3 decode lines
+//	pcie-downgrade       gen, width: current link; "pci 0000:18:00.0: 126.024 Gb/s available PCIe bandwidth, limited by 16.0 GT/s PCIe x8 link at …"
+//	nvlink-down          link (required): link inactive; Xid 74 "NVLink: fatal error detected on link N(0x10000, …)"
+//	nvlink-errors        link (required), crc, crc-data, replay, recovery: link counters; silent
+//	thermal-slowdown     temp (default per model, ~90): HW thermal + HW slowdown bits, temperature; silent
+//	power-brake          HW power brake + HW slowdown bits; silent
+//	fell-off-bus         GPU listed as Missing; Xid 79 + the multi-line "NVRM: The NVIDIA GPU … fallen off the bus" record
+//	gpu-missing          GPU and its /dev/nvidiaN vanish, FoundGPUs drops; silent
+//	driver-version-change version (required), cuda: driver/CUDA change, kernel module keeps the old
+//	                     version; multi-line "NVRM: API mismatch: the client has the version …" record
+//	fabric-manager-stopped  FabricManager "stopped" (NVSwitch nodes only); silent (it logs elsewhere)
+//	recovery-action      action=none|gpu-reset|node-reboot|drain-p2p|drain-and-reset or 0–4:
+//	                     RecoveryAction, ResetRequired, DrainAndResetRecommended; Xid 154
+//	                     "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot)"
+//
+// Kernel-log records are kept (KernelLog) and streamed to
+// Options.KernelLog as raw /dev/kmsg lines ("4,12,600000123,-;NVRM: …");
+// Record.Dmesg and FormatDmesg render dmesg text ("[  600.000123] NVRM: …").
+// NVRM lines are level 4 (warning), as on real nodes; AER notices and the
+// link-speed report are level 6 and the AER decode lines level 4.
+//
+// A Schedule (LoadSchedule, YAML) times faults per node; Snapshot, ApplyDue
+// and Run apply entries whose time has come.
+package sim

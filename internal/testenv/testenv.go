@@ -1,0 +1,206 @@
+// Package testenv runs a real Kubernetes control plane for tests and the
+// demo: etcd + kube-apiserver through controller-runtime's envtest, our CRDs,
+// and optionally kwok managing fake GPU nodes. The binaries are built from the
+// Go module proxy by hack/build-controlplane.sh.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// Options configures an environment.
+type Options struct {
+	// BinDir holds kube-apiserver, etcd, kwok and kwok-stages.yaml;
+	// empty means BinDir().
+	BinDir string
+	// CRDDir holds our CRD manifests; empty means <repo>/charts/gpuheal/crds
+	// when that exists. CRDs are installed only when the directory has some.
+	CRDDir string
+	// Kwok starts kwok to manage nodes annotated kwok.x-k8s.io/node=fake.
+	Kwok bool
+	// Scheme for the client; nil means client-go's scheme.
+	Scheme *runtime.Scheme
+	// Output receives the processes' logs; nil discards them.
+	Output io.Writer
+	// WorkDir holds the kubeconfig and kwok's files; empty means a
+	// temporary directory removed by Stop.
+	WorkDir string
+}
+
+// Env is a running control plane.
+type Env struct {
+	Config *rest.Config
+	Client client.Client
+	// Kubeconfig is the path of an admin kubeconfig for kubectl and
+	// out-of-process clients (kwok, the agent, the controller).
+	Kubeconfig string
+
+	binDir  string
+	workDir string
+	ownDir  bool
+	env     *envtest.Environment
+	kwok    *kwokProcess
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start brings up etcd and kube-apiserver (and kwok when asked). The caller
+// must call Stop; on error everything already started is stopped.
+func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	reapOrphans()
+	binDir := opts.BinDir
+	if binDir == "" {
+		if binDir, err = BinDir(); err != nil {
+			return nil, err
+		}
+	}
+	if missing := MissingBinaries(binDir, opts.Kwok); len(missing) > 0 {
+		return nil, &MissingBinariesError{Dir: binDir, Missing: missing}
+	}
+	e := &Env{binDir: binDir, workDir: opts.WorkDir}
+	if e.workDir == "" {
+		if e.workDir, err = os.MkdirTemp("", "gpuheal-testenv-"); err != nil {
+			return nil, err
+		}
+		e.ownDir = true
+	}
+	defer func() {
+		if err != nil {
+			_ = e.Stop()
+		}
+	}()
+
+	scheme := opts.Scheme
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
+	}
+	e.env = &envtest.Environment{
+		BinaryAssetsDirectory:    binDir,
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	if dir := crdDir(opts.CRDDir); dir != "" {
+		e.env.CRDDirectoryPaths = []string{dir}
+		e.env.ErrorIfCRDPathMissing = true
+	}
+	if opts.Output != nil {
+		e.env.ControlPlane.GetAPIServer().Out = opts.Output
+		e.env.ControlPlane.GetAPIServer().Err = opts.Output
+	}
+	if e.Config, err = e.env.Start(); err != nil {
+		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", binDir, err)
+	}
+	_ = recordChildren(binDir)
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: scheme}); err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	if e.Kubeconfig, err = e.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+	if opts.Kwok {
+		out := opts.Output
+		if out == nil {
+			out = io.Discard
+		}
+		if e.kwok, err = startKwok(ctx, binDir, e.Kubeconfig, e.workDir, out); err != nil {
+			return nil, err
+		}
+		_ = recordChildren(binDir)
+	}
+	return e, nil
+}
+
+// writeKubeconfig creates an admin user and stores its kubeconfig.
+func (e *Env) writeKubeconfig() (string, error) {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "gpuheal-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding admin user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("rendering kubeconfig: %w", err)
+	}
+	path := filepath.Join(e.workDir, "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	return path, nil
+}
+
+// Stop stops kwok, kube-apiserver and etcd, and removes the work directory
+// it created. It is safe to call more than once.
+func (e *Env) Stop() error {
+	e.stopOnce.Do(func() {
+		var errs []error
+		if e.kwok != nil {
+			errs = append(errs, e.kwok.stop())
+		}
+		if e.env != nil && e.Config != nil {
+			errs = append(errs, e.env.Stop())
+		}
+		forgetChildren()
+		if e.ownDir {
+			errs = append(errs, os.RemoveAll(e.workDir))
+		}
+		e.stopErr = errors.Join(errs...)
+	})
+	return e.stopErr
+}
+
+// WorkDir is where the kubeconfig and kwok's files live.
+func (e *Env) WorkDir() string { return e.workDir }
+
+func crdDir(dir string) string {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return ""
+		}
+		root, err := RepoRoot(wd)
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(root, "charts", "gpuheal", "crds")
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if len(matches) == 0 {
+		return ""
+	}
+	return dir
+}
+
+// MissingBinariesError says which control-plane files are absent.
+type MissingBinariesError struct {
+	Dir     string
+	Missing []string
+}
+
+func (e *MissingBinariesError) Error() string {
+	return fmt.Sprintf("control-plane binaries missing from %s: %v; %s", e.Dir, e.Missing, BuildHint)
+}
+
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,104 @@
+package testenv
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestFleetOfFakeGPUNodes is the foundation's acceptance test: the real API
+// server and kwok bring 100 GPU nodes to Ready, and a NodeCondition written
+// the way the agent writes it survives kwok's own status updates.
+func TestFleetOfFakeGPUNodes(t *testing.T) {
+	env := ForTest(t, Options{Kwok: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	names, err := CreateGPUNodes(ctx, env.Client, "gpu", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitNodesReady(ctx, env.Client, names); err != nil {
+		t.Fatal(err)
+	}
+
+	var node corev1.Node
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: names[42]}, &node); err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Status.Capacity[GPUResource]; got.Value() != 8 {
+		t.Errorf("capacity nvidia.com/gpu = %s, want 8", got.String())
+	}
+	if !strings.HasPrefix(node.Spec.ProviderID, "aws:///us-east-1") {
+		t.Errorf("providerID = %q", node.Spec.ProviderID)
+	}
+
+	base := node.DeepCopy()
+	node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{
+		Type:               "AcceleratedHardwareReady",
+		Status:             corev1.ConditionFalse,
+		Reason:             "NvidiaXID79Error",
+		Message:            "GPU 0000:18:00.0 has fallen off the bus",
+		LastHeartbeatTime:  metav1.Now(),
+		LastTransitionTime: metav1.Now(),
+	})
+	// Strategic merge keys conditions by type, so kwok's Ready and ours
+	// coexist; a JSON merge patch would replace the whole list.
+	if err := env.Client.Status().Patch(ctx, &node, client.StrategicMergeFrom(base)); err != nil {
+		t.Fatalf("patching condition: %v", err)
+	}
+
+	var back corev1.Node
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: names[42]}, &back); err != nil {
+		t.Fatal(err)
+	}
+	var found *corev1.NodeCondition
+	for i := range back.Status.Conditions {
+		if back.Status.Conditions[i].Type == "AcceleratedHardwareReady" {
+			found = &back.Status.Conditions[i]
+		}
+	}
+	if found == nil || found.Status != corev1.ConditionFalse || found.Reason != "NvidiaXID79Error" {
+		t.Fatalf("condition read back = %+v", found)
+	}
+	if !NodeReady(&back) {
+		t.Errorf("node lost its Ready condition after our patch: %+v", back.Status.Conditions)
+	}
+}
+
+func TestGPUNodeIsStableAndWellFormed(t *testing.T) {
+	a, b := GPUNode("gpu-0007"), GPUNode("gpu-0007")
+	if a.Spec.ProviderID != b.Spec.ProviderID || a.Labels["topology.kubernetes.io/zone"] != b.Labels["topology.kubernetes.io/zone"] {
+		t.Fatal("same name gave different nodes")
+	}
+	zone := a.Labels["topology.kubernetes.io/zone"]
+	if !strings.HasPrefix(a.Spec.ProviderID, "aws:///"+zone+"/i-0") || len(a.Spec.ProviderID) != len("aws:///"+zone+"/i-0")+16 {
+		t.Errorf("providerID %q does not match zone %s or instance id form", a.Spec.ProviderID, zone)
+	}
+	for k, v := range map[string]string{GPUPresentLabel: "true", GPUCountLabel: "8", GPUProductLabel: "NVIDIA-H100-80GB-HBM3", "node.kubernetes.io/instance-type": "p5.48xlarge"} {
+		if a.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, a.Labels[k], v)
+		}
+	}
+	if a.Annotations[FakeNodeAnnotation] != "fake" {
+		t.Error("node is not marked for kwok")
+	}
+}
+
+func TestMissingBinariesNamesWhatAndHow(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Start(context.Background(), Options{BinDir: dir, Kwok: true})
+	if err == nil {
+		t.Fatal("Start with an empty bin dir succeeded")
+	}
+	for _, want := range []string{dir, "kube-apiserver", "etcd", "kwok", "make controlplane"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
