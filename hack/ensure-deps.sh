@@ -6,6 +6,9 @@ set -euo pipefail
 need=()
 command -v gcc >/dev/null || need+=(gcc)     # cgo for the NVML backend
 command -v git >/dev/null || need+=(git)
+# A real Prometheus (and promtool) and Pushgateway for the exporter's tests.
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v prometheus-pushgateway >/dev/null || need+=(prometheus-pushgateway)
 
 if ((${#need[@]})); then
   echo ">> installing Debian packages: ${need[*]}"

@@ -25,7 +25,7 @@ import (
 // the kubeconfig it prints, and checks that Ctrl-C stops every process.
 func TestDevClusterLifecycle(t *testing.T) {
 	binDir := requireControlPlane(t)
-	gpuheal := buildCLI(t)
+	gpuheal := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal", "gpuheal")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -124,16 +124,6 @@ func requireControlPlane(t *testing.T) string {
 		t.Skip(err)
 	}
 	return binDir
-}
-
-func buildCLI(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "gpuheal")
-	build := exec.Command("go", "build", "-o", out, "github.com/gpuheal/gpuheal/cmd/gpuheal")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building gpuheal: %v\n%s", err, b)
-	}
-	return out
 }
 
 // childPIDs lists the direct children of pid.

@@ -127,9 +127,11 @@ func TestNoGPUFound(t *testing.T) {
 			want:  "panic",
 		},
 		{
-			name:  "count fails",
-			setup: func(f *fixture) { f.srv.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_UNKNOWN } },
-			want:  "counting GPUs",
+			name: "count fails",
+			setup: func(f *fixture) {
+				f.srv.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+			},
+			want: "counting GPUs",
 		},
 		{
 			name:  "no GPUs",

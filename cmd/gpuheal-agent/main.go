@@ -1,0 +1,46 @@
+// Command gpuheal-agent runs on every GPU node: it reads the GPUs, the
+// kernel log and the host, and serves what it finds as metrics.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/gpuheal/gpuheal/internal/agent"
+	"github.com/gpuheal/gpuheal/internal/logging"
+)
+
+// exitNoGPU is the documented exit code when no GPU (and no sim) is found,
+// so a DaemonSet landing on a GPU-less node is told apart from a crash.
+const exitNoGPU = 3
+
+func main() {
+	opts, logOpts, err := parseOptions(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gpuheal-agent:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, opts, logOpts)
+	stop()
+	switch {
+	case errors.Is(err, agent.ErrNoGPU):
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(exitNoGPU)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "gpuheal-agent:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, opts *agent.Options, logOpts logging.Options) error {
+	log, err := logging.Setup(os.Stderr, logOpts)
+	if err != nil {
+		return err
+	}
+	return agent.Run(ctx, opts, os.Stdout, log)
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/gpuheal/gpuheal/internal/agent"
+	"github.com/gpuheal/gpuheal/internal/flagenv"
+	"github.com/gpuheal/gpuheal/internal/logging"
+)
+
+// parseOptions reads flags, then GPUHEAL_* variables for flags not given,
+// and validates once.
+func parseOptions(args []string) (*agent.Options, logging.Options, error) {
+	o := &agent.Options{}
+	var lo logging.Options
+	fs := pflag.NewFlagSet("gpuheal-agent", pflag.ContinueOnError)
+	fs.StringVar(&lo.Format, "log-format", "json", "log format: json or text")
+	fs.StringVar(&lo.Level, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.NodeName, "node-name", "", "this node's name (downward API spec.nodeName)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, then $KUBECONFIG)")
+	fs.StringVar(&o.Backend, "gpu-backend", agent.BackendAuto, "how to read GPUs: auto (nvml, then smi), nvml, smi or sim")
+	fs.StringVar(&o.SMIPath, "nvidia-smi-path", "nvidia-smi", "nvidia-smi binary for the smi backend")
+	fs.DurationVar(&o.CallTimeout, "call-timeout", 2*time.Second, "time box of one GPU query (a failing GPU can block NVML for seconds)")
+	fs.IntVar(&o.ExpectedGPUs, "expected-gpus", 0, "GPUs this node should have (0: from the node's nvidia.com/gpu.count label)")
+	fs.StringVar(&o.HostRoot, "host-root", "/", "where the host's / is mounted (for /proc/driver/nvidia and /dev/nvidia*)")
+	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "collection interval")
+	fs.StringVar(&o.MetricsAddress, "metrics-address", ":9400", "address of the Prometheus /metrics endpoint")
+	fs.StringVar(&o.PushGateway, "push-gateway", "", "Prometheus Pushgateway URL to push metrics to (optional)")
+	fs.DurationVar(&o.PushInterval, "push-interval", 30*time.Second, "how often to push to the Pushgateway")
+	fs.BoolVar(&o.Standalone, "standalone", false, "run without Kubernetes: serve metrics only")
+	fs.BoolVar(&o.Once, "once", false, "with --standalone: print one snapshot and exit")
+	fs.StringVarP(&o.Output, "output", "o", "text", "snapshot format for --once: json or text")
+	fs.IntVar(&o.Sim.GPUs, "sim-gpus", 8, "sim backend: number of GPUs (1-8)")
+	fs.StringVar(&o.Sim.Model, "sim-model", "H100-80GB-HBM3", "sim backend: GPU model")
+	fs.Int64Var(&o.Sim.Seed, "sim-seed", 1, "sim backend: seed of the simulated values")
+	fs.StringVar(&o.Sim.ScheduleFile, "sim-schedule", "", "sim backend: YAML fault schedule")
+	fs.StringVar(&o.Sim.KernelLogFile, "sim-kernel-log", "", "sim backend: append the simulated kernel log (raw /dev/kmsg records) to this file")
+	flagenv.Usage(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, lo, err
+	}
+	if err := flagenv.Apply(fs, nil); err != nil {
+		return nil, lo, err
+	}
+	if fs.NArg() > 0 {
+		return nil, lo, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if _, err := logging.ParseLevel(lo.Level); err != nil {
+		return nil, lo, err
+	}
+	if err := o.Validate(); err != nil {
+		return nil, lo, err
+	}
+	return o, lo, nil
+}

@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gpuheal/gpuheal/internal/agent/exporter"
+	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/gpu/host"
+)
+
+// collector takes one snapshot per interval. Each pass is bounded by the
+// interval: a backend that hangs past it yields a failed pass (and an
+// error in the metrics), never a stalled agent.
+type collector struct {
+	src          gpu.Source
+	hostOpts     host.Options
+	probeHost    bool
+	expectedGPUs func() int
+	exp          *exporter.Exporter
+	log          *slog.Logger
+	now          func() time.Time
+}
+
+// collectOnce reads the GPUs and the host, updates the exporter and returns
+// the snapshot. A backend error still updates the exporter (collector
+// success 0) so the failure is visible on /metrics.
+func (c *collector) collectOnce(ctx context.Context, timeout time.Duration) (*gpu.NodeSnapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	start := c.now()
+	snap, err := c.src.Snapshot(ctx)
+	results := []exporter.CollectorResult{{Name: "gpu", Success: err == nil, Duration: c.now().Sub(start)}}
+	if err != nil {
+		c.exp.Update(nil, results)
+		return nil, fmt.Errorf("reading GPUs through %s: %w", c.src.Name(), err)
+	}
+	if c.probeHost {
+		hs := c.now()
+		facts, errs := host.Probe(c.hostOpts)
+		host.Fill(snap, facts, errs)
+		results = append(results, exporter.CollectorResult{Name: "host", Success: len(errs) == 0, Duration: c.now().Sub(hs)})
+	}
+	if n := c.expectedGPUs(); n > 0 {
+		snap.ExpectedGPUs = n
+	}
+	c.exp.Update(snap, results)
+	return snap, nil
+}
+
+// run collects every interval until ctx ends.
+func (c *collector) run(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if _, err := c.collectOnce(ctx, interval); err != nil && ctx.Err() == nil {
+			c.log.Warn("collection failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

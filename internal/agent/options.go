@@ -1,0 +1,97 @@
+// Package agent wires gpuheal-agent: it picks a GPU backend, collects a
+// snapshot every interval (GPU backend + host probes), serves the last one as
+// Prometheus metrics, and, inside a cluster, reads its own Node.
+package agent
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Backends the agent can read GPUs through.
+const (
+	BackendAuto = "auto"
+	BackendNVML = "nvml"
+	BackendSMI  = "smi"
+	BackendSim  = "sim"
+)
+
+// Options is everything gpuheal-agent can be told; cmd/gpuheal-agent fills
+// it from flags and GPUHEAL_* variables, and Validate checks it once.
+type Options struct {
+	NodeName   string
+	Kubeconfig string
+
+	Backend      string
+	SMIPath      string
+	CallTimeout  time.Duration
+	ExpectedGPUs int
+	// HostRoot is where the host's / is mounted (for /proc/driver/nvidia,
+	// /dev/nvidia*); "/" outside a container.
+	HostRoot string
+
+	Interval       time.Duration
+	MetricsAddress string
+	PushGateway    string
+	PushInterval   time.Duration
+
+	// Standalone runs without Kubernetes: metrics only (or one snapshot
+	// with Once).
+	Standalone bool
+	Once       bool
+	Output     string
+
+	Sim SimOptions
+}
+
+// SimOptions configure the simulated backend.
+type SimOptions struct {
+	GPUs         int
+	Model        string
+	Seed         int64
+	ScheduleFile string
+	// KernelLogFile, when set, receives the sim's kernel-log records as
+	// raw /dev/kmsg lines, for a kernel-log monitor to follow.
+	KernelLogFile string
+}
+
+// Validate checks the options together and names the first bad one.
+func (o *Options) Validate() error {
+	switch o.Backend {
+	case BackendAuto, BackendNVML, BackendSMI, BackendSim:
+	default:
+		return fmt.Errorf("--gpu-backend %q: want auto, nvml, smi or sim", o.Backend)
+	}
+	if o.Interval < time.Second {
+		return fmt.Errorf("--interval %v: must be at least 1s", o.Interval)
+	}
+	if o.CallTimeout <= 0 || o.CallTimeout >= o.Interval {
+		return fmt.Errorf("--call-timeout %v: must be positive and shorter than --interval %v", o.CallTimeout, o.Interval)
+	}
+	if o.ExpectedGPUs < 0 {
+		return fmt.Errorf("--expected-gpus %d: must be 0 (unknown) or more", o.ExpectedGPUs)
+	}
+	if o.Once && !o.Standalone {
+		return fmt.Errorf("--once needs --standalone")
+	}
+	if o.Output != "json" && o.Output != "text" {
+		return fmt.Errorf("--output %q: want json or text", o.Output)
+	}
+	if !o.Standalone && o.NodeName == "" {
+		return fmt.Errorf("--node-name is required inside a cluster (set it from the downward API spec.nodeName), or use --standalone")
+	}
+	if o.PushGateway != "" {
+		u, err := url.Parse(o.PushGateway)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--push-gateway %q: want an http(s) URL", o.PushGateway)
+		}
+		if o.PushInterval < time.Second {
+			return fmt.Errorf("--push-interval %v: must be at least 1s", o.PushInterval)
+		}
+	}
+	if o.Backend == BackendSim && (o.Sim.GPUs < 1 || o.Sim.GPUs > 8) {
+		return fmt.Errorf("--sim-gpus %d: must be 1 to 8", o.Sim.GPUs)
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func validOptions() Options {
+	return Options{
+		Backend: BackendSim, Interval: 10 * time.Second, CallTimeout: 2 * time.Second,
+		Output: "json", Standalone: true, Sim: SimOptions{GPUs: 8},
+	}
+}
+
+func TestValidateNamesTheBadOption(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Options)
+		want   string
+	}{
+		{"backend", func(o *Options) { o.Backend = "cuda" }, `--gpu-backend "cuda"`},
+		{"interval", func(o *Options) { o.Interval = 10 * time.Millisecond }, "--interval 10ms"},
+		{"call timeout not shorter than interval", func(o *Options) { o.CallTimeout = 10 * time.Second }, "--call-timeout 10s"},
+		{"expected gpus", func(o *Options) { o.ExpectedGPUs = -1 }, "--expected-gpus -1"},
+		{"once without standalone", func(o *Options) { o.Standalone = false; o.Once = true; o.NodeName = "n" }, "--once needs --standalone"},
+		{"output", func(o *Options) { o.Output = "yaml" }, `--output "yaml"`},
+		{"node name in cluster", func(o *Options) { o.Standalone = false }, "--node-name is required"},
+		{"push gateway url", func(o *Options) { o.PushGateway = "pushgw:9091" }, `--push-gateway "pushgw:9091"`},
+		{"push interval", func(o *Options) { o.PushGateway = "http://pg:9091"; o.PushInterval = 0 }, "--push-interval 0s"},
+		{"sim gpus", func(o *Options) { o.Sim.GPUs = 9 }, "--sim-gpus 9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := validOptions()
+			tc.mutate(&o)
+			err := o.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	o := validOptions()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("valid options rejected: %v", err)
+	}
+}
+
+func TestExpectedFromNodeLabel(t *testing.T) {
+	node := func(labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels}}
+	}
+	if n, err := expectedFromNode(node(map[string]string{GPUCountLabel: "8"})); n != 8 || err != nil {
+		t.Errorf("label 8: got %d, %v", n, err)
+	}
+	if n, err := expectedFromNode(node(nil)); n != 0 || err != nil {
+		t.Errorf("no label: got %d, %v", n, err)
+	}
+	if _, err := expectedFromNode(node(map[string]string{GPUCountLabel: "eight"})); err == nil || !strings.Contains(err.Error(), `"eight"`) {
+		t.Errorf("bad label: err %v", err)
+	}
+}

@@ -1,0 +1,123 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuheal/gpuheal/internal/agent/exporter"
+	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/gpu/host"
+)
+
+// Run is gpuheal-agent: it opens the GPU backend and collects until ctx
+// ends. With Standalone+Once it prints one snapshot to out and returns.
+func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error {
+	src, err := openSource(o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := src.Close(); err != nil {
+			log.Warn("closing GPU backend", "err", err)
+		}
+	}()
+	log.Info("GPU backend ready", "backend", src.Name())
+
+	var expected atomic.Int64
+	expected.Store(int64(o.ExpectedGPUs))
+	exp := exporter.New(exporter.Options{})
+	c := &collector{
+		src:          src,
+		hostOpts:     host.Options{Root: o.HostRoot},
+		probeHost:    src.Name() != BackendSim,
+		expectedGPUs: func() int { return int(expected.Load()) },
+		exp:          exp,
+		log:          log,
+		now:          time.Now,
+	}
+
+	if o.Once {
+		snap, err := c.collectOnce(ctx, o.Interval)
+		if err != nil {
+			return err
+		}
+		return printSnapshot(out, snap, o.Output)
+	}
+
+	if !o.Standalone && o.ExpectedGPUs == 0 {
+		go watchExpectedGPUs(ctx, o, &expected, log)
+	}
+
+	srv, addr, err := serveMetrics(o.MetricsAddress, exp.Handler())
+	if err != nil {
+		return err
+	}
+	log.Info("serving metrics", "address", addr)
+	if o.PushGateway != "" {
+		p := exporter.NewPusher(o.PushGateway, "gpuheal-agent", exp.Registry(), map[string]string{"instance": instanceName(o)})
+		go exporter.RunPusher(ctx, p, o.PushInterval, func(err error) { log.Warn("pushing metrics", "err", err) })
+	}
+
+	c.run(ctx, o.Interval)
+
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}
+
+func instanceName(o *Options) string {
+	if o.NodeName != "" {
+		return o.NodeName
+	}
+	return "standalone"
+}
+
+// serveMetrics listens first, so a port in use fails the start instead of
+// a log line later, and returns the bound address (":0" in tests).
+func serveMetrics(addr string, h http.Handler) (*http.Server, string, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listening for metrics on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("metrics server stopped", "err", err)
+		}
+	}()
+	return srv, l.Addr().String(), nil
+}
+
+func printSnapshot(out io.Writer, snap *gpu.NodeSnapshot, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(snap)
+	}
+	fmt.Fprintf(out, "backend %s  driver %s  cuda %s  kernel module %s  GPUs %d found / %d expected\n",
+		snap.Backend, snap.DriverVersion, snap.CUDADriverVersion, snap.KernelModuleVersion, snap.FoundGPUs, snap.ExpectedGPUs)
+	for _, g := range snap.GPUs {
+		temp := "n/a"
+		if g.TemperatureCelsius != nil {
+			temp = strconv.FormatFloat(*g.TemperatureCelsius, 'f', 0, 64) + "C"
+		}
+		state := "ok"
+		if g.Missing {
+			state = "MISSING"
+		}
+		fmt.Fprintf(out, "  %d  %s  %s  %s  %s  errors=%d\n", g.Index, g.PCIBusID, g.Name, temp, state, len(g.Errors))
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// freePort asks the kernel for a loopback port that is free right now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// requireTool finds a Debian-packaged tool; CI must have it (the Makefile
+// installs it), elsewhere the test skips saying how to get it.
+func requireTool(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	msg := fmt.Sprintf("%s not installed; `make deps` installs it (hack/ensure-deps.sh)", name)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// startProcess runs a long-lived process for the test, logging to a file
+// shown when the test fails, and stops it at cleanup.
+func startProcess(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), filepath.Base(name)+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("%s log:\n%s", filepath.Base(name), b)
+		}
+	})
+	return cmd
+}
+
+// waitHTTP polls url until it answers 200 or the deadline passes.
+func waitHTTP(t *testing.T, url string, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s not answering 200 within %v (last error %v)", url, within, err)
+		case <-tick.C:
+		}
+	}
+}
+
+var (
+	buildMu  sync.Mutex
+	built    = map[string]string{}
+	buildDir string
+)
+
+// TestMain gives the binaries built by the tests one directory, removed at
+// the end, so each binary is built once per run.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gpuheal-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	buildDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// buildBinary builds a main package once per test run.
+func buildBinary(t *testing.T, pkg, name string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if out, ok := built[pkg]; ok {
+		return out
+	}
+	out := filepath.Join(buildDir, name)
+	build := exec.Command("go", "build", "-o", out, pkg)
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	}
+	built[pkg] = out
+	return out
+}
