@@ -34,7 +34,7 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 
 	var expected atomic.Int64
 	expected.Store(int64(o.ExpectedGPUs))
-	exp := exporter.New(exporter.Options{})
+	exp := exporter.New(exporter.Options{RuntimeMetrics: true})
 	c := &collector{
 		src:          src,
 		hostOpts:     host.Options{Root: o.HostRoot},
@@ -63,7 +63,7 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 	}
 	log.Info("serving metrics", "address", addr)
 	if o.PushGateway != "" {
-		p := exporter.NewPusher(o.PushGateway, "gpuheal-agent", exp.Registry(), map[string]string{"instance": instanceName(o)})
+		p := exporter.NewPusher(o.PushGateway, "gpuheal-agent", exp.Gatherer(), map[string]string{"instance": instanceName(o)})
 		go exporter.RunPusher(ctx, p, o.PushInterval, func(err error) { log.Warn("pushing metrics", "err", err) })
 	}
 

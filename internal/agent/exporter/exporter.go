@@ -18,7 +18,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpuheal/gpuheal/internal/gpu"
 )
@@ -47,7 +46,12 @@ type Exporter struct {
 	d       *descs
 	reg     *prometheus.Registry
 	handler http.Handler
+	cache   *scrapeCache
+	// gatherers is Registry plus the runtime registry when enabled.
+	gatherers prometheus.Gatherers
 
+	// version counts Updates, so the scrape cache knows when to re-encode.
+	version atomic.Uint64
 	// metrics is replaced whole by Update and never changed once stored,
 	// so a scrape sends one consistent snapshot without taking a lock.
 	metrics atomic.Pointer[[]prometheus.Metric]
@@ -73,22 +77,34 @@ func New(opts Options) *Exporter {
 	// or inconsistent descriptors) in a fresh registry, which every test of
 	// this package would catch; there is no runtime condition to report.
 	e.reg.MustRegister(e)
+	cache := &scrapeCache{gatherer: e.reg, version: e.version.Load}
 	if opts.RuntimeMetrics {
-		e.reg.MustRegister(
+		// The runtime collectors live in a registry of their own: they are
+		// gathered on every scrape, the GPU series only once per Update.
+		rt := prometheus.NewRegistry()
+		rt.MustRegister(
 			collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
+		cache.runtime = rt
+		e.gatherers = prometheus.Gatherers{e.reg, rt}
+	} else {
+		e.gatherers = prometheus.Gatherers{e.reg}
 	}
-	// ContinueOnError: one bad series (say, a broken process collector)
-	// must not cost the whole GPU scrape.
-	e.handler = promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	e.handler = cache
+	e.cache = cache
 	return e
 }
 
-// Registry is the registry Handler serves; the Pusher gathers from it too.
+// Registry holds the gpuheal_* series of the last Update.
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
-// Handler serves Registry in the Prometheus exposition formats.
+// Gatherer is everything Handler serves (with runtime metrics when
+// enabled); the Pusher gathers from it.
+func (e *Exporter) Gatherer() prometheus.Gatherer { return e.gatherers }
+
+// Handler serves the last Update in the Prometheus text format, encoded
+// once per Update (gzip when the scraper accepts it).
 func (e *Exporter) Handler() http.Handler { return e.handler }
 
 // Update makes snap the snapshot that scrapes serve and adds its query
@@ -117,6 +133,9 @@ func (e *Exporter) Update(snap *gpu.NodeSnapshot, results []CollectorResult) {
 	}
 	metrics := e.render(snap, dedupe(results), hint)
 	e.metrics.Store(&metrics)
+	e.version.Add(1)
+	// Encode now, on the collection loop, so that no scrape pays for it.
+	_, _, _ = e.cache.bodies()
 }
 
 // dedupe keeps the last result per name: two series with the same labels would fail the scrape.
