@@ -6,6 +6,7 @@ set -euo pipefail
 need=()
 command -v gcc >/dev/null || need+=(gcc)     # cgo for the NVML backend
 command -v git >/dev/null || need+=(git)
+command -v curl >/dev/null || need+=(curl)     # hack/bench-agent.sh
 # A real Prometheus (and promtool) and Pushgateway for the exporter's tests.
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-pushgateway >/dev/null || need+=(prometheus-pushgateway)

@@ -1,21 +1,28 @@
 // Package v1alpha1 holds gpuheal's API types in group gpuheal.io:
 // RemediationPolicy (cluster-scoped) and NodeRemediation (one per incident).
+// It depends only on apimachinery, so clients can import it cheaply.
 // +kubebuilder:object:generate=true
 // +groupName=gpuheal.io
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
+
+// GroupVersion is the group and version of these types.
+var GroupVersion = schema.GroupVersion{Group: "gpuheal.io", Version: "v1alpha1"}
 
 var (
-	// GroupVersion is the group and version of these types.
-	GroupVersion = schema.GroupVersion{Group: "gpuheal.io", Version: "v1alpha1"}
-
-	// SchemeBuilder registers the types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
-
+	// SchemeBuilder collects the functions that add our types to a scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 	// AddToScheme adds the types of this group-version to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
+	// knownTypes is filled by the files that define types.
+	knownTypes []runtime.Object
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, knownTypes...)
+	return nil
+}

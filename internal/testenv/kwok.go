@@ -16,8 +16,10 @@ import (
 const FakeNodeAnnotation = "kwok.x-k8s.io/node"
 
 type kwokProcess struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd *exec.Cmd
+	// done closes when kwok exits; waitErr is its exit status then.
+	done    chan struct{}
+	waitErr error
 }
 
 func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) (*kwokProcess, error) {
@@ -38,14 +40,14 @@ func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.W
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting kwok: %w", err)
 	}
-	p := &kwokProcess{cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
+	p := &kwokProcess{cmd: cmd, done: make(chan struct{})}
+	go func() { p.waitErr = cmd.Wait(); close(p.done) }()
 	// kwok has no readiness endpoint without a server port; a process that
 	// dies on bad flags or config does so at once, so give it a moment to
 	// fail loudly rather than report success.
 	select {
-	case err := <-p.done:
-		return nil, fmt.Errorf("kwok exited at start: %v", err)
+	case <-p.done:
+		return nil, fmt.Errorf("kwok exited at start: %w", p.waitErr)
 	case <-ctx.Done():
 		_ = p.stop()
 		return nil, ctx.Err()
