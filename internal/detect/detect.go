@@ -1,0 +1,193 @@
+package detect
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gpuheal/gpuheal/internal/finding"
+	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/xid"
+)
+
+// Codes of the findings this package makes, besides XID<n>.
+const (
+	CodeFellOffBus       = "GPU_FELL_OFF_BUS"
+	CodeSXid             = "SXID"
+	CodePCIeAER          = "PCIE_AER"
+	CodePCIeLinkDegraded = "PCIE_LINK_DEGRADED"
+	CodeDriverMismatch   = "DRIVER_MISMATCH"
+	CodeDriverLoadFailed = "DRIVER_LOAD_FAILED"
+	CodeSoftLockup       = "SOFT_LOCKUP"
+	CodeHungTask         = "HUNG_TASK"
+	CodeConntrackFull    = "CONNTRACK_FULL"
+	CodeKernelBug        = "KERNEL_BUG"
+	CodeOOMKill          = "OOM_KILL"
+)
+
+// Options configures a Detector; the zero value is usable.
+type Options struct {
+	// Source fills Finding.Source; default "kmsg".
+	Source string
+	// Now stands in for a message's time when counting repeats of a
+	// message that has none (zero t); default time.Now.
+	Now func() time.Time
+	// Counter counts Xid repeats for thresholds. Share one with other
+	// Xid sources (NVML events) so both count together; default a new
+	// xid.NewCounter(0, xid.DefaultCoalesce).
+	Counter *xid.Counter
+}
+
+// Detector is stateful (multi-line messages, OOM folding, the Xid
+// counter) and meant for one stream; it is not safe for concurrent use.
+type Detector struct {
+	cat     xid.Catalog
+	src     string
+	now     func() time.Time
+	counter *xid.Counter
+
+	seq   uint64            // lines seen, for "within the next few lines"
+	buses map[string]string // raw bus id → normalized ("" if invalid)
+	fob   fellOffState
+	oom   oomState
+}
+
+// maxBusCache bounds the bus-id cache; a node has a few dozen devices,
+// and garbage from a corrupt log must not grow it without end.
+const maxBusCache = 128
+
+// New makes a Detector that classifies Xids with cat.
+func New(cat xid.Catalog, opts Options) *Detector {
+	d := &Detector{cat: cat, src: opts.Source, now: opts.Now, counter: opts.Counter, buses: make(map[string]string)}
+	if d.src == "" {
+		d.src = "kmsg"
+	}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if d.counter == nil {
+		d.counter = xid.NewCounter(0, xid.DefaultCoalesce)
+	}
+	return d
+}
+
+// Detect returns the findings in one kernel-log message (nil for noise).
+// t is the kernel's time for the message, zero when unknown.
+func (d *Detector) Detect(msg string, t time.Time) []finding.Finding {
+	return d.Append(nil, msg, t)
+}
+
+// Append is Detect appending to dst, so a caller that reuses dst
+// allocates nothing for noise and little for findings.
+func (d *Detector) Append(dst []finding.Finding, msg string, t time.Time) []finding.Finding {
+	if strings.IndexByte(msg, '\n') < 0 {
+		return d.line(dst, msg, "", t)
+	}
+	for rest := msg; ; {
+		line, more, found := strings.Cut(rest, "\n")
+		dst = d.line(dst, line, more, t)
+		if !found {
+			return dst
+		}
+		rest = more
+	}
+}
+
+// line handles one line; rest is what follows it in the same record ("" when
+// records arrive line by line). The switch is the prefilter: each case is
+// a substring every line of its kind contains, and noise misses them all.
+func (d *Detector) line(dst []finding.Finding, s, rest string, t time.Time) []finding.Finding {
+	d.seq++
+	switch {
+	case strings.Contains(s, "NVRM"):
+		return d.nvrm(dst, s, rest, t)
+	case strings.Contains(s, "SXid"):
+		return d.sxid(dst, s, t)
+	case strings.Contains(s, "PCIe"):
+		return d.pcie(dst, s, t)
+	case strings.Contains(s, "failed with error"):
+		return d.probeFailed(dst, s, t)
+	case strings.Contains(s, "fallen off the bus"):
+		return d.fellOff(dst, strings.TrimSpace(s), t)
+	case strings.Contains(s, "BUG"):
+		return d.bug(dst, s, t)
+	case strings.Contains(s, "blocked for more than"):
+		return d.emit(dst, CodeHungTask, "", finding.Warning, finding.ActionNone, t, s)
+	case strings.Contains(s, "table full"):
+		if strings.Contains(s, "conntrack") {
+			return d.emit(dst, CodeConntrackFull, "", finding.Warning, finding.ActionNone, t, s)
+		}
+	case strings.Contains(s, "Kill"), strings.Contains(s, "oom-kill:"):
+		return d.oomKill(dst, s, t)
+	case d.fob.active && strings.Contains(s, "(PCI ID:"):
+		// A continuation line that lost its "NVRM: " on the way.
+		d.continueFellOff(s)
+	}
+	return dst
+}
+
+func (d *Detector) emit(dst []finding.Finding, code, gpu string, sev finding.Severity, act finding.Action, t time.Time, msg string) []finding.Finding {
+	return append(dst, finding.Finding{
+		Source: d.src, Code: code, GPU: gpu, Severity: sev, Action: act,
+		Time: t, Message: strings.TrimSpace(msg),
+	})
+}
+
+// normBus normalizes a bus id as the kernel printed it, caching results:
+// the same few GPUs repeat, and NormalizePCIBusID allocates.
+func (d *Detector) normBus(bus string) string {
+	if g, ok := d.buses[bus]; ok {
+		return g
+	}
+	g, err := gpu.NormalizePCIBusID(bus)
+	if err != nil {
+		g = ""
+	}
+	if len(d.buses) >= maxBusCache {
+		clear(d.buses)
+	}
+	d.buses[strings.Clone(bus)] = g
+	return g
+}
+
+// findBusID finds the first "dddd:bb:dd" (with an optional ".f") in s, for
+// lines that name a device somewhere in free text.
+func findBusID(s string) (string, bool) {
+	for i := 0; i+10 <= len(s); i++ {
+		if s[i+4] != ':' || s[i+7] != ':' || (i > 0 && isHex(s[i-1])) ||
+			!allHex(s[i:i+4]) || !allHex(s[i+5:i+7]) || !allHex(s[i+8:i+10]) {
+			continue
+		}
+		end := i + 10
+		if end+2 <= len(s) && s[end] == '.' && isHex(s[end+1]) {
+			end += 2
+		}
+		return s[i:end], true
+	}
+	return "", false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func allHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// leadingUint parses the decimal number s starts with; n is how many bytes
+// it took (0: none). More than 19 digits would overflow, so is not a code.
+func leadingUint(s string) (v uint64, n int) {
+	for n < len(s) && '0' <= s[n] && s[n] <= '9' {
+		if n == 19 {
+			return 0, 0
+		}
+		v = v*10 + uint64(s[n]-'0')
+		n++
+	}
+	return v, n
+}
