@@ -7,6 +7,7 @@ need=()
 command -v gcc >/dev/null || need+=(gcc)     # cgo for the NVML backend
 command -v git >/dev/null || need+=(git)
 command -v curl >/dev/null || need+=(curl)     # hack/bench-agent.sh
+[[ -x /usr/bin/time ]] || need+=(time)          # hack/bench-diagnose.sh
 # A real Prometheus (and promtool) and Pushgateway for the exporter's tests.
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-pushgateway >/dev/null || need+=(prometheus-pushgateway)

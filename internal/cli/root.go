@@ -18,8 +18,8 @@ type globalOptions struct {
 	log logging.Options
 }
 
-// NewRoot builds the command tree writing to out and errOut.
-func NewRoot(out, errOut io.Writer) *cobra.Command {
+// NewRoot builds the command tree reading in and writing to out and errOut.
+func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:           "gpuheal",
@@ -37,15 +37,19 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	root.PersistentFlags().StringVar(&g.log.Format, "log-format", "text", "log format: json or text")
 	root.PersistentFlags().StringVar(&g.log.Level, "log-level", "info", "log level: debug, info, warn or error")
-	root.AddCommand(newDevCommand(out))
+	root.SetIn(in)
+	root.AddCommand(newDevCommand(out), newDiagnoseCommand(in, out))
 	return root
 }
 
 // Execute runs the CLI and returns the error to report.
-func Execute(ctx context.Context, args []string, out, errOut io.Writer) error {
-	root := NewRoot(out, errOut)
+func Execute(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer) error {
+	root := NewRoot(in, out, errOut)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
+		if Silent(err) {
+			return err
+		}
 		return fmt.Errorf("gpuheal: %w", err)
 	}
 	return nil

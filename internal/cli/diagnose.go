@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuheal/gpuheal/internal/detect"
+	"github.com/gpuheal/gpuheal/internal/diagnose"
+	"github.com/gpuheal/gpuheal/internal/finding"
+	"github.com/gpuheal/gpuheal/internal/gpu/smi"
+	"github.com/gpuheal/gpuheal/internal/kmsg"
+	"github.com/gpuheal/gpuheal/internal/xid"
+)
+
+type diagnoseOptions struct {
+	kmsgPath  string
+	smiPath   string
+	output    string
+	xidConfig string
+	color     string
+}
+
+func newDiagnoseCommand(in io.Reader, out io.Writer) *cobra.Command {
+	o := &diagnoseOptions{}
+	cmd := &cobra.Command{
+		Use:   "diagnose [--kmsg FILE|-] [--smi-xml FILE] [-o table|json]",
+		Short: "Triage a saved kernel log and/or an nvidia-smi -q -x dump, offline",
+		Long: `Reads a kernel log (raw /dev/kmsg records, dmesg, dmesg -T, dmesg --time-format iso,
+dmesg --decode, syslog or journal text; "-" for stdin) and/or an nvidia-smi -q -x
+dump, and reports what is wrong with the node's GPUs, worst first.
+
+Exit status: 0 nothing above info, 1 warnings, 2 fatal findings, 4 unreadable input.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.kmsgPath == "" && o.smiPath == "" {
+				return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("nothing to diagnose: give --kmsg FILE|- and/or --smi-xml FILE")}
+			}
+			if o.output != "table" && o.output != "json" {
+				return fmt.Errorf("-o %q: want table or json", o.output)
+			}
+			return runDiagnose(in, out, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.kmsgPath, "kmsg", "", "kernel log file, or - for stdin")
+	cmd.Flags().StringVar(&o.smiPath, "smi-xml", "", "nvidia-smi -q -x output file")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	cmd.Flags().StringVar(&o.xidConfig, "xid-config", "", "YAML of Xid catalog overrides (severity, action, count, window per code)")
+	cmd.Flags().StringVar(&o.color, "color", "auto", "color the table: auto (on a terminal), always or never")
+	return cmd
+}
+
+func runDiagnose(in io.Reader, out io.Writer, o *diagnoseOptions) error {
+	cat, err := loadCatalog(o.xidConfig)
+	if err != nil {
+		return &ExitError{Code: diagnose.ExitUnreadable, Err: err}
+	}
+	rep := &diagnose.Report{}
+	if o.kmsgPath != "" {
+		if err := diagnoseKmsg(rep, in, o.kmsgPath, cat); err != nil {
+			return &ExitError{Code: diagnose.ExitUnreadable, Err: err}
+		}
+	}
+	if o.smiPath != "" {
+		if err := diagnoseSMI(rep, o.smiPath); err != nil {
+			return &ExitError{Code: diagnose.ExitUnreadable, Err: err}
+		}
+	}
+	rep.Sort()
+	if o.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if rep.Findings == nil {
+			rep.Findings = []diagnose.Group{}
+		}
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else if err := diagnose.WriteTable(out, rep, useColor(o.color, out)); err != nil {
+		return err
+	}
+	if code := rep.ExitCode(); code != diagnose.ExitClean {
+		return &ExitError{Code: code, Err: errSilent}
+	}
+	return nil
+}
+
+func loadCatalog(path string) (xid.Catalog, error) {
+	cat := xid.Default()
+	if path == "" {
+		return cat, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cat, fmt.Errorf("reading --xid-config: %w", err)
+	}
+	ov, err := xid.ParseOverrides(data)
+	if err != nil {
+		return cat, fmt.Errorf("--xid-config %s: %w", path, err)
+	}
+	if cat, err = cat.WithOverrides(ov); err != nil {
+		return cat, fmt.Errorf("--xid-config %s: %w", path, err)
+	}
+	return cat, nil
+}
+
+func diagnoseKmsg(rep *diagnose.Report, stdin io.Reader, path string, cat xid.Catalog) error {
+	r, name := stdin, "stdin"
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("opening kernel log: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+		r, name = f, path
+	}
+	rd := kmsg.NewReader(r, kmsg.Options{})
+	det := detect.New(cat, detect.Options{})
+	var buf []finding.Finding
+	for {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading kernel log %s: %w", name, err)
+		}
+		buf = det.Append(buf[:0], rec.Message, rec.Time)
+		for _, f := range buf {
+			rep.Add(f)
+		}
+	}
+	st := rd.Stats()
+	rep.Inputs = append(rep.Inputs, diagnose.InputStats{File: name, Lines: st.Lines, Records: st.Records,
+		Skipped: st.Skipped, TooLong: st.TooLong, InvalidUTF8: st.InvalidUTF8})
+	return nil
+}
+
+func diagnoseSMI(rep *diagnose.Report, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening nvidia-smi dump: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	snap, err := smi.Parse(f)
+	if err != nil {
+		return fmt.Errorf("nvidia-smi dump %s: %w", path, err)
+	}
+	for _, f := range diagnose.SnapshotFindings(snap, "smi") {
+		rep.Add(f)
+	}
+	rep.GPUs = snap.GPUs
+	rep.Node = &diagnose.NodeSummary{DriverVersion: snap.DriverVersion, CUDADriverVersion: snap.CUDADriverVersion, FoundGPUs: snap.FoundGPUs}
+	return nil
+}
+
+func useColor(mode string, out io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := out.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
