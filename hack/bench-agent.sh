@@ -12,10 +12,12 @@ mkdir -p "$bin"
 (cd "$root" && go build -trimpath -ldflags "-s -w -linkmode=internal" -o "$bin/gpuheal-agent" ./cmd/gpuheal-agent)
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin/gpuheal-agent" --standalone --gpu-backend=sim --sim-gpus=8 --interval=10s \
+state="$(mktemp -d)"
+# The kernel-log monitor follows this machine's /dev/kmsg when readable (root), as on a node.
+"$bin/gpuheal-agent" --standalone --gpu-backend=sim --sim-gpus=8 --interval=10s --state-dir="$state" \
   --metrics-address="127.0.0.1:$port" --log-level=warn &
 pid=$!
-trap 'kill $pid 2>/dev/null || true' EXIT
+trap 'kill $pid 2>/dev/null || true; rm -rf "$state"' EXIT
 
 until curl -sf "http://127.0.0.1:$port/healthz" >/dev/null; do sleep 0.1; done
 curl -sf "http://127.0.0.1:$port/metrics" >/dev/null    # the first Update has happened

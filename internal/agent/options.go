@@ -31,6 +31,16 @@ type Options struct {
 	// /dev/nvidia*); "/" outside a container.
 	HostRoot string
 
+	// KmsgPath is the kernel log: the /dev/kmsg device, or a file to
+	// follow (the sim's log); "" turns the kernel-log monitor off.
+	KmsgPath string
+	// KmsgPoll is how often a followed file is checked for new lines.
+	KmsgPoll time.Duration
+	// StateDir keeps the kernel-log position across restarts.
+	StateDir string
+	// XidConfig is a YAML file of Xid catalog overrides.
+	XidConfig string
+
 	Interval       time.Duration
 	MetricsAddress string
 	PushGateway    string
@@ -89,6 +99,9 @@ func (o *Options) Validate() error {
 		if o.PushInterval < time.Second {
 			return fmt.Errorf("--push-interval %v: must be at least 1s", o.PushInterval)
 		}
+	}
+	if o.KmsgPath != "" && o.KmsgPoll <= 0 {
+		return fmt.Errorf("--kmsg-poll-interval %v: must be positive", o.KmsgPoll)
 	}
 	if o.Backend == BackendSim && (o.Sim.GPUs < 1 || o.Sim.GPUs > 8) {
 		return fmt.Errorf("--sim-gpus %d: must be 1 to 8", o.Sim.GPUs)

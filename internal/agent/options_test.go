@@ -12,7 +12,7 @@ import (
 func validOptions() Options {
 	return Options{
 		Backend: BackendSim, Interval: 10 * time.Second, CallTimeout: 2 * time.Second,
-		Output: "json", Standalone: true, Sim: SimOptions{GPUs: 8},
+		Output: "json", Standalone: true, Sim: SimOptions{GPUs: 8}, KmsgPoll: time.Second,
 	}
 }
 
@@ -32,6 +32,7 @@ func TestValidateNamesTheBadOption(t *testing.T) {
 		{"push gateway url", func(o *Options) { o.PushGateway = "pushgw:9091" }, `--push-gateway "pushgw:9091"`},
 		{"push interval", func(o *Options) { o.PushGateway = "http://pg:9091"; o.PushInterval = 0 }, "--push-interval 0s"},
 		{"sim gpus", func(o *Options) { o.Sim.GPUs = 9 }, "--sim-gpus 9"},
+		{"kmsg poll", func(o *Options) { o.KmsgPath = "/dev/kmsg"; o.KmsgPoll = 0 }, "--kmsg-poll-interval 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := validOptions()

@@ -9,13 +9,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
+	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu"
 	"github.com/gpuheal/gpuheal/internal/gpu/host"
+	"github.com/gpuheal/gpuheal/internal/kmsg"
+	"github.com/gpuheal/gpuheal/internal/xid"
 )
 
 // Run is gpuheal-agent: it opens the GPU backend and collects until ctx
@@ -46,6 +50,8 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 	}
 
 	if o.Once {
+		// One snapshot is the GPUs' state; the kernel log is a stream and
+		// belongs to the long-running agent (or `gpuheal diagnose`).
 		snap, err := c.collectOnce(ctx, o.Interval)
 		if err != nil {
 			return err
@@ -55,6 +61,12 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 
 	if !o.Standalone && o.ExpectedGPUs == 0 {
 		go watchExpectedGPUs(ctx, o, &expected, log)
+	}
+
+	if o.KmsgPath != "" {
+		if err := startKmsgMonitor(ctx, o, exp, log); err != nil {
+			return err
+		}
 	}
 
 	srv, addr, err := serveMetrics(o.MetricsAddress, exp.Handler())
@@ -119,5 +131,39 @@ func printSnapshot(out io.Writer, snap *gpu.NodeSnapshot, format string) error {
 		}
 		fmt.Fprintf(out, "  %d  %s  %s  %s  %s  errors=%d\n", g.Index, g.PCIBusID, g.Name, temp, state, len(g.Errors))
 	}
+	return nil
+}
+
+// startKmsgMonitor runs the kernel-log monitor in the background. A kernel
+// log the agent cannot read (no privilege, no device) is logged and the
+// agent goes on with GPU telemetry alone.
+func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, log *slog.Logger) error {
+	cat, err := xid.LoadFile(o.XidConfig)
+	if err != nil {
+		return err
+	}
+	if o.StateDir != "" {
+		if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
+			return fmt.Errorf("--state-dir: %w", err)
+		}
+	}
+	mon := &kmsgMonitor{path: o.KmsgPath, stateDir: o.StateDir, bootIDPath: kmsg.DefaultBootIDPath,
+		catalog: cat, poll: o.KmsgPoll, log: log}
+	km := newKmsgMetrics(mon)
+	mon.onFinding = func(f finding.Finding) {
+		km.observe(f)
+		exp.Invalidate()
+		if f.Severity == finding.Fatal {
+			log.Warn("kernel log: fatal finding", "code", f.Code, "gpu", f.GPU, "action", f.Action, "message", f.Message)
+		}
+	}
+	if err := exp.Registry().Register(km); err != nil {
+		return fmt.Errorf("registering kernel-log metrics: %w", err)
+	}
+	go func() {
+		if err := mon.run(ctx); err != nil {
+			log.Error("kernel-log monitor stopped", "path", o.KmsgPath, "err", err)
+		}
+	}()
 	return nil
 }

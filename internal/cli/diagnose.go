@@ -55,7 +55,7 @@ Exit status: 0 nothing above info, 1 warnings, 2 fatal findings, 4 unreadable in
 }
 
 func runDiagnose(in io.Reader, out io.Writer, o *diagnoseOptions) error {
-	cat, err := loadCatalog(o.xidConfig)
+	cat, err := xid.LoadFile(o.xidConfig)
 	if err != nil {
 		return &ExitError{Code: diagnose.ExitUnreadable, Err: err}
 	}
@@ -87,25 +87,6 @@ func runDiagnose(in io.Reader, out io.Writer, o *diagnoseOptions) error {
 		return &ExitError{Code: code, Err: errSilent}
 	}
 	return nil
-}
-
-func loadCatalog(path string) (xid.Catalog, error) {
-	cat := xid.Default()
-	if path == "" {
-		return cat, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return cat, fmt.Errorf("reading --xid-config: %w", err)
-	}
-	ov, err := xid.ParseOverrides(data)
-	if err != nil {
-		return cat, fmt.Errorf("--xid-config %s: %w", path, err)
-	}
-	if cat, err = cat.WithOverrides(ov); err != nil {
-		return cat, fmt.Errorf("--xid-config %s: %w", path, err)
-	}
-	return cat, nil
 }
 
 func diagnoseKmsg(rep *diagnose.Report, stdin io.Reader, path string, cat xid.Catalog) error {

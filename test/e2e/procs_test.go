@@ -41,11 +41,11 @@ func requireTool(t *testing.T, name string) string {
 }
 
 // startProcess runs a long-lived process for the test, logging to a file
-// shown when the test fails, and stops it at cleanup.
-func startProcess(t *testing.T, name string, args ...string) *exec.Cmd {
+// shown when the test fails. The returned stop interrupts it and waits for
+// it to exit; it also runs at cleanup, and more calls do nothing.
+func startProcess(t *testing.T, name string, args ...string) (stop func()) {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), filepath.Base(name)+".log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.CreateTemp(t.TempDir(), filepath.Base(name)+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,21 +56,27 @@ func startProcess(t *testing.T, name string, args ...string) *exec.Cmd {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		stop()
 		logFile.Close()
 		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
+			b, _ := os.ReadFile(logFile.Name())
 			t.Logf("%s log:\n%s", filepath.Base(name), b)
 		}
 	})
-	return cmd
+	return stop
 }
 
 // waitHTTP polls url until it answers 200 or the deadline passes.

@@ -26,7 +26,7 @@ func TestPrometheusScrapesAndPushgatewayReceivesAgent(t *testing.T) {
 	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/-/ready", pgPort), 30*time.Second)
 
 	startProcess(t, agentBin, "--standalone", "--gpu-backend=sim", "--sim-gpus=8", "--node-name=sim-node-1",
-		"--interval=1s", "--call-timeout=500ms",
+		"--interval=1s", "--call-timeout=500ms", "--kmsg-path=",
 		fmt.Sprintf("--metrics-address=127.0.0.1:%d", agentPort),
 		fmt.Sprintf("--push-gateway=http://127.0.0.1:%d", pgPort), "--push-interval=1s")
 	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", agentPort), 30*time.Second)

@@ -96,6 +96,11 @@ func New(opts Options) *Exporter {
 	return e
 }
 
+// Invalidate makes the next scrape re-encode the registry: for collectors
+// registered next to the exporter's own (kernel-log findings) whose values
+// change between Updates.
+func (e *Exporter) Invalidate() { e.version.Add(1) }
+
 // Registry holds the gpuheal_* series of the last Update.
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAgentKernelLogResume runs the agent's kernel-log monitor on a raw
+// /dev/kmsg-format file, restarts it, and checks that nothing is reported
+// twice and nothing is skipped.
+func TestAgentKernelLogResume(t *testing.T) {
+	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
+	dir := t.TempDir()
+	logPath, state := filepath.Join(dir, "kmsg.log"), filepath.Join(dir, "state")
+	appendLines(t, logPath,
+		"6,100,1000000,-;IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready",
+		"4,101,2000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+	)
+
+	run := func() (stop func()) {
+		port := freePort(t)
+		stop = startProcess(t, agentBin, "--standalone", "--gpu-backend=sim", "--interval=1s", "--call-timeout=500ms",
+			"--kmsg-path="+logPath, "--kmsg-poll-interval=50ms", "--state-dir="+state,
+			fmt.Sprintf("--metrics-address=127.0.0.1:%d", port))
+		url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+		waitHTTP(t, url, 30*time.Second)
+		current = func(code string) float64 {
+			return metricValue(t, url, fmt.Sprintf(`gpuheal_findings_total{code=%q,severity="fatal"}`, code))
+		}
+		return stop
+	}
+
+	stop := run()
+	waitMetric(t, "XID79", 1)
+	stop()
+
+	// While the agent is down the GPU falls again, on another bus.
+	appendLines(t, logPath, "4,102,3000000,-;NVRM: Xid (PCI:0000:2a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
+	stop = run()
+	defer stop()
+	// The new record is reported once; the old one is not reported again,
+	// so this process's counter ends at exactly 1.
+	waitMetric(t, "XID79", 1)
+	if raw, _ := os.ReadFile(filepath.Join(state, "kmsg-position.json")); !strings.Contains(string(raw), `"seq":102`) {
+		t.Errorf("saved position = %s, want seq 102", raw)
+	}
+}
+
+// current reads the finding counter of the agent now running.
+var current func(code string) float64
+
+// waitMetric polls until the counter equals want, then checks it stays there
+// for a few more polls of the file (a duplicate would arrive within them).
+func waitMetric(t *testing.T, code string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for current(code) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("gpuheal_findings_total{code=%s} = %v, want %v", code, current(code), want)
+		}
+		<-tick.C
+	}
+	for range 10 { // 10 polls × 50 ms of the file: a re-read would show
+		<-tick.C
+		if got := current(code); got != want {
+			t.Fatalf("gpuheal_findings_total{code=%s} moved to %v after reaching %v", code, got, want)
+		}
+	}
+}
+
+func appendLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(f, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// metricValue scrapes url and returns the value of the series, 0 if absent.
+func metricValue(t *testing.T, url, series string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			var v float64
+			fmt.Sscan(rest, &v)
+			return v
+		}
+	}
+	return 0
+}
