@@ -67,7 +67,7 @@ func openSim(o *Options) (gpu.Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--sim-schedule: %w", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		sched, err := sim.LoadSchedule(f)
 		if err != nil {
 			return nil, fmt.Errorf("--sim-schedule %s: %w", o.Sim.ScheduleFile, err)

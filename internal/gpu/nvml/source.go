@@ -48,11 +48,11 @@ func New(opts Options) (*Source, error) {
 	s = src.nodeSession(context.Background())
 	count, ok := get(s, "DeviceGetCount", lib.DeviceGetCount)
 	if !ok {
-		src.shutdown()
+		_ = src.shutdown() // already failing: the first error is the one to report
 		return nil, noGPU("counting GPUs", s, "DeviceGetCount")
 	}
 	if count == 0 && opts.ExpectedGPUs == 0 {
-		src.shutdown()
+		_ = src.shutdown() // already failing: the first error is the one to report
 		return nil, errors.New("no NVIDIA GPU found: NVML sees no GPU")
 	}
 	for i := range count {

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -217,7 +218,7 @@ func TestClosedAndCancelled(t *testing.T) {
 	n, _ := newTestNode(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := n.Snapshot(ctx); err != context.Canceled {
+	if _, err := n.Snapshot(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Snapshot with cancelled ctx = %v", err)
 	}
 	if err := n.Close(); err != nil {

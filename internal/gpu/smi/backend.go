@@ -112,7 +112,7 @@ func (s *Source) Snapshot(ctx context.Context) (*gpu.NodeSnapshot, error) {
 	snap, err := parse(res.out)
 	if err != nil {
 		if res.err != nil {
-			return nil, fmt.Errorf("running %s -q -x: %w (and its output: %v)", s.path, res.err, err)
+			return nil, fmt.Errorf("running %s -q -x: %w (and its output: %w)", s.path, res.err, err)
 		}
 		return nil, err
 	}
