@@ -19,7 +19,7 @@ func BenchmarkScrape8GPU(b *testing.B) {
 		{"gzip", "gzip"}, // what Prometheus asks for
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := New(Options{})
+			e := New(Options{RuntimeMetrics: true}) // as the agent runs it
 			e.Update(simSnapshot(b), results)
 			h := e.Handler()
 			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
@@ -67,7 +67,7 @@ func BenchmarkUpdate8GPU(b *testing.B) {
 // Update makes the framework run ~10^5 Updates); scrape-p50-ms is the
 // scrape alone.
 func BenchmarkFirstScrapeAfterUpdate(b *testing.B) {
-	e := New(Options{})
+	e := New(Options{RuntimeMetrics: true})
 	snap := simSnapshot(b)
 	h := e.Handler()
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)

@@ -35,7 +35,7 @@ func scrape(t *testing.T, h http.Handler, encoding string) (string, http.Header)
 }
 
 // The cached body must follow every Update, gzip must carry the same text,
-// and runtime metrics must be live (appended, also as a second gzip member).
+// and the runtime metrics come with it.
 func TestScrapeCacheFollowsUpdatesAndEncodings(t *testing.T) {
 	e := New(Options{RuntimeMetrics: true})
 	h := e.Handler()

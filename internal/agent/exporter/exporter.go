@@ -77,20 +77,17 @@ func New(opts Options) *Exporter {
 	// or inconsistent descriptors) in a fresh registry, which every test of
 	// this package would catch; there is no runtime condition to report.
 	e.reg.MustRegister(e)
-	cache := &scrapeCache{gatherer: e.reg, version: e.version.Load}
+	e.gatherers = prometheus.Gatherers{e.reg}
 	if opts.RuntimeMetrics {
-		// The runtime collectors live in a registry of their own: they are
-		// gathered on every scrape, the GPU series only once per Update.
+		// A registry of their own keeps Registry() to gpuheal_* series.
 		rt := prometheus.NewRegistry()
 		rt.MustRegister(
 			collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
-		cache.runtime = rt
-		e.gatherers = prometheus.Gatherers{e.reg, rt}
-	} else {
-		e.gatherers = prometheus.Gatherers{e.reg}
+		e.gatherers = append(e.gatherers, rt)
 	}
+	cache := &scrapeCache{gatherer: e.gatherers, version: e.version.Load}
 	e.handler = cache
 	e.cache = cache
 	return e
