@@ -1,0 +1,153 @@
+package analyzer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuheal/gpuheal/internal/finding"
+	"github.com/gpuheal/gpuheal/internal/gpu/sim"
+)
+
+func TestDefaultRuleSet(t *testing.T) {
+	rs := DefaultRuleSet()
+	if got, want := rs.Len(), 36; got != want {
+		t.Errorf("default rules: %d, want %d (update the table in the report and doc.go)", got, want)
+	}
+	for _, r := range rs.Rules {
+		if r.Condition != AcceleratedHardwareReady && r.Condition != KernelReady {
+			t.Errorf("rule %s: condition %q", r.Name, r.Condition)
+		}
+	}
+	if _, err := Load(DefaultRulesYAML()); err != nil {
+		t.Fatalf("DefaultRulesYAML does not load: %v", err)
+	}
+}
+
+// TestDefaultRulesSim drives every sim fault through the default rules:
+// snapshot rules from the readings, finding rules from the sim's kernel
+// log run through the real detector. want is the exact set of active
+// problems after 6 minutes, so a false positive fails as surely as a miss.
+func TestDefaultRulesSim(t *testing.T) {
+	type fault struct {
+		kind   sim.Kind
+		gpu    int
+		params map[string]string
+	}
+	tests := []struct {
+		name      string
+		model     string
+		expected  string // expectedDriverVersion
+		faults    []fault
+		down      bool
+		want      []string
+		reason    string // reason of AcceleratedHardwareReady; "" = True
+		wantKernl bool
+	}{
+		{name: "healthy"},
+		{name: "dbe", faults: []fault{{sim.KindDBE, 2, nil}},
+			want: []string{"double-bit-ecc/2", "xid-fatal/2"}, reason: "NvidiaDoubleBitError"},
+		{name: "row remap failure", faults: []fault{{sim.KindRowRemapFailure, 1, nil}},
+			want: []string{"row-remap-failure/1", "xid-fatal-reboot/1"}, reason: "NvidiaRowRemapFailure"},
+		{name: "row remap pending", faults: []fault{{sim.KindRowRemapPending, 1, nil}},
+			want: []string{"row-remap-pending/1", "xid-warning/1"}},
+		{name: "retired pages", model: "V100-SXM2-32GB", faults: []fault{{sim.KindRetiredPages, 0, map[string]string{"sbe": "59", "dbe": "1"}}},
+			want: []string{"retired-pages-limit/0", "retired-pages-pending/0", "xid-warning/0"}, reason: "NvidiaPageRetirementLimit"},
+		{name: "pcie downgrade", faults: []fault{{sim.KindPCIeDowngrade, 3, map[string]string{"width": "8"}}},
+			want: []string{"pcie-degraded/3"}},
+		{name: "pcie replays", faults: []fault{{sim.KindPCIeReplay, 3, map[string]string{"count": "1000"}}},
+			want: []string{"pcie-replay-rate/3"}},
+		{name: "nvlink down", faults: []fault{{sim.KindNVLinkDown, 4, map[string]string{"link": "3"}}},
+			want: []string{"nvlink-down/4", "xid-fatal-reboot/4"}, reason: "NvidiaXID74Error"},
+		{name: "nvlink errors", faults: []fault{{sim.KindNVLinkErrors, 4, map[string]string{"link": "3", "crc": "5000"}}},
+			want: []string{"nvlink-errors/4"}},
+		{name: "thermal", faults: []fault{{sim.KindThermalSlowdown, 5, nil}},
+			want: []string{"thermal-slowdown/5"}},
+		{name: "power brake", faults: []fault{{sim.KindPowerBrake, 5, nil}},
+			want: []string{"power-brake-slowdown/5"}},
+		{name: "fell off the bus", faults: []fault{{sim.KindFellOffBus, 6, nil}},
+			want: []string{"gpu-fell-off-bus/6", "gpu-missing/6", "xid-fatal-reboot/6"}, reason: "NvidiaGPUMissing"},
+		{name: "gpu missing", faults: []fault{{sim.KindGPUMissing, 7, nil}},
+			want: []string{"gpu-count-low/node"}, reason: "NvidiaGPUMissing"},
+		{name: "driver upgrade half done", expected: "570.133.20", faults: []fault{{sim.KindDriverVersionChange, 0, map[string]string{"version": "575.57.08"}}},
+			want: []string{"driver-api-mismatch/node", "driver-mismatch/node", "driver-version-unexpected/node"}, reason: "NvidiaDriverMismatch"},
+		{name: "fabric manager", faults: []fault{{sim.KindFabricManagerStopped, 0, nil}},
+			want: []string{"fabric-manager-down/node"}, reason: "NvidiaFabricManagerDown"},
+		{name: "recovery reboot", faults: []fault{{sim.KindRecoveryAction, 2, map[string]string{"action": "node-reboot"}}},
+			want: []string{"recovery-action-reboot/2", "xid-fatal-reboot/2"}, reason: "NvidiaRecoveryActionPending"},
+		{name: "recovery drain and reset", faults: []fault{{sim.KindRecoveryAction, 2, map[string]string{"action": "drain-and-reset"}}},
+			want: []string{"recovery-action-reset/2", "reset-required/2", "xid-fatal/2"}, reason: "NvidiaRecoveryActionPending"},
+		{name: "driver unavailable", down: true,
+			want: []string{"driver-unavailable/node"}, reason: "NvidiaDriverUnavailable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := DefaultRuleSet()
+			if tt.expected != "" {
+				copied := *rs
+				copied.ExpectedDriverVersion = tt.expected
+				rs = &copied
+			}
+			r := newRig(t, sim.Options{Model: tt.model}, rs)
+			if got := active(r.run(time.Minute)); len(got) != 0 {
+				t.Fatalf("healthy node has problems: %v", got)
+			}
+			for _, f := range tt.faults {
+				r.inject(f.kind, f.gpu, f.params)
+			}
+			r.down = tt.down
+			res := r.run(6 * time.Minute)
+			if diff := cmp.Diff(tt.want, active(res)); diff != "" {
+				t.Errorf("active problems (-want +got):\n%s", diff)
+			}
+			c := condition(t, res, AcceleratedHardwareReady)
+			wantStatus, wantReason := StatusFalse, tt.reason
+			if tt.reason == "" {
+				wantStatus, wantReason = StatusTrue, "AcceleratedHardwareIsReady"
+			}
+			if c.Status != wantStatus || c.Reason != wantReason {
+				t.Errorf("condition = %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, wantStatus, wantReason)
+			}
+			if k := condition(t, res, KernelReady); k.Status != StatusTrue {
+				t.Errorf("KernelReady = %+v, want True", k)
+			}
+			for _, p := range res.Problems {
+				if p.Reason == "" || p.Message == "" || p.Action.Rank() < 0 {
+					t.Errorf("incomplete problem %+v", p)
+				}
+			}
+			for _, err := range res.Errors {
+				t.Errorf("evaluation error: %v", err)
+			}
+		})
+	}
+}
+
+var _ = finding.Fatal
+
+func TestDefaultMessages(t *testing.T) {
+	r := newRig(t, sim.Options{}, DefaultRuleSet())
+	r.run(time.Minute)
+	r.inject(sim.KindNVLinkDown, 3, map[string]string{"link": "3"})
+	r.inject(sim.KindPCIeDowngrade, 2, map[string]string{"width": "8"})
+	r.inject(sim.KindDBE, 1, map[string]string{"count": "2"})
+	res := r.run(6 * time.Minute)
+	want := map[string]string{
+		"nvlink-down":      "GPU 3 (0000:5d:00.0): NVLink links down: [3]",
+		"pcie-degraded":    "GPU 2 (0000:3a:00.0): PCIe link below its maximum: gen 5/5 x8/x16",
+		"double-bit-ecc":   "GPU 1 (0000:2a:00.0): 2 uncorrectable ECC errors since the driver loaded",
+		"xid-fatal-reboot": "GPU 3 (0000:5d:00.0): Xid 74: NVRM: Xid (PCI:0000:5d:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)",
+	}
+	for rule, msg := range want {
+		if p := problem(t, res, rule); p.Message != msg {
+			t.Errorf("%s: message\n got %q\nwant %q", rule, p.Message, msg)
+		}
+	}
+	if p := problem(t, res, "nvlink-down"); p.Value != "[3]" {
+		t.Errorf("nvlink-down Value = %#v, want the printed list", p.Value)
+	}
+	if p := problem(t, res, "double-bit-ecc"); p.Value != int64(2) {
+		t.Errorf("double-bit-ecc Value = %#v, want int64(2)", p.Value)
+	}
+}
