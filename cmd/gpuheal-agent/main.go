@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/gpuheal/gpuheal/internal/agent"
+	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/logging"
 )
 
@@ -20,6 +21,15 @@ const exitNoGPU = 3
 
 func main() {
 	opts, logOpts, err := parseOptions(os.Args[1:])
+	var check *checkConfigRequest
+	if errors.As(err, &check) {
+		if err := analyzer.CheckFile(check.path); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("%s: valid\n", check.path)
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gpuheal-agent:", err)
 		os.Exit(2)

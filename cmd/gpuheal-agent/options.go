@@ -15,6 +15,7 @@ import (
 // and validates once.
 func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	o := &agent.Options{}
+	var checkConfig string
 	var lo logging.Options
 	fs := pflag.NewFlagSet("gpuheal-agent", pflag.ContinueOnError)
 	fs.StringVar(&lo.Format, "log-format", "json", "log format: json or text")
@@ -30,6 +31,8 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.DurationVar(&o.KmsgPoll, "kmsg-poll-interval", 200*time.Millisecond, "how often a followed kernel-log file is checked (the device needs no polling)")
 	fs.StringVar(&o.StateDir, "state-dir", "/var/lib/gpuheal", "where the agent keeps its kernel-log position across restarts")
 	fs.StringVar(&o.XidConfig, "xid-config", "", "YAML file of Xid catalog overrides (severity, action, count, window per code)")
+	fs.StringVar(&o.ConfigFile, "config", "", "health rules YAML (default: the built-in rules); reloaded when it changes")
+	fs.StringVar(&checkConfig, "check-config", "", "validate a health rules file and exit (0 valid, 1 not)")
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "collection interval")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", ":9400", "address of the Prometheus /metrics endpoint")
 	fs.StringVar(&o.PushGateway, "push-gateway", "", "Prometheus Pushgateway URL to push metrics to (optional)")
@@ -55,8 +58,17 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	if _, err := logging.ParseLevel(lo.Level); err != nil {
 		return nil, lo, err
 	}
+	if checkConfig != "" {
+		return nil, lo, &checkConfigRequest{path: checkConfig}
+	}
 	if err := o.Validate(); err != nil {
 		return nil, lo, err
 	}
 	return o, lo, nil
 }
+
+// checkConfigRequest is --check-config: main validates the file and exits
+// instead of running the agent.
+type checkConfigRequest struct{ path string }
+
+func (c *checkConfigRequest) Error() string { return "--check-config " + c.path }

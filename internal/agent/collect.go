@@ -20,8 +20,10 @@ type collector struct {
 	probeHost    bool
 	expectedGPUs func() int
 	exp          *exporter.Exporter
-	log          *slog.Logger
-	now          func() time.Time
+	// onSnapshot receives every snapshot, nil when the backend failed.
+	onSnapshot func(*gpu.NodeSnapshot)
+	log        *slog.Logger
+	now        func() time.Time
 }
 
 // collectOnce reads the GPUs and the host, updates the exporter and returns
@@ -36,6 +38,9 @@ func (c *collector) collectOnce(ctx context.Context, timeout time.Duration) (*gp
 	results := []exporter.CollectorResult{{Name: "gpu", Success: err == nil, Duration: c.now().Sub(start)}}
 	if err != nil {
 		c.exp.Update(nil, results)
+		if c.onSnapshot != nil {
+			c.onSnapshot(nil)
+		}
 		return nil, fmt.Errorf("reading GPUs through %s: %w", c.src.Name(), err)
 	}
 	if c.probeHost {
@@ -48,6 +53,9 @@ func (c *collector) collectOnce(ctx context.Context, timeout time.Duration) (*gp
 		snap.ExpectedGPUs = n
 	}
 	c.exp.Update(snap, results)
+	if c.onSnapshot != nil {
+		c.onSnapshot(snap)
+	}
 	return snap, nil
 }
 

@@ -40,6 +40,9 @@ type Options struct {
 	StateDir string
 	// XidConfig is a YAML file of Xid catalog overrides.
 	XidConfig string
+	// ConfigFile holds the health rules (default: the built-in set); it
+	// is watched and reloaded when it changes.
+	ConfigFile string
 
 	Interval       time.Duration
 	MetricsAddress string

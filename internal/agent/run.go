@@ -14,7 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
+	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu"
 	"github.com/gpuheal/gpuheal/internal/gpu/host"
@@ -63,8 +66,14 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 		go watchExpectedGPUs(ctx, o, &expected, log)
 	}
 
+	health, err := startHealth(ctx, o, exp, log)
+	if err != nil {
+		return err
+	}
+	c.onSnapshot = health.setSnapshot
+
 	if o.KmsgPath != "" {
-		if err := startKmsgMonitor(ctx, o, exp, log); err != nil {
+		if err := startKmsgMonitor(ctx, o, exp, health.addFinding, log); err != nil {
 			return err
 		}
 	}
@@ -137,7 +146,7 @@ func printSnapshot(out io.Writer, snap *gpu.NodeSnapshot, format string) error {
 // startKmsgMonitor runs the kernel-log monitor in the background. A kernel
 // log the agent cannot read (no privilege, no device) is logged and the
 // agent goes on with GPU telemetry alone.
-func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, log *slog.Logger) error {
+func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, onFinding func(finding.Finding), log *slog.Logger) error {
 	cat, err := xid.LoadFile(o.XidConfig)
 	if err != nil {
 		return err
@@ -152,6 +161,7 @@ func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, l
 	km := newKmsgMetrics(mon)
 	mon.onFinding = func(f finding.Finding) {
 		km.observe(f)
+		onFinding(f)
 		exp.Invalidate()
 		if f.Severity == finding.Fatal {
 			log.Warn("kernel log: fatal finding", "code", f.Code, "gpu", f.GPU, "action", f.Action, "message", f.Message)
@@ -166,4 +176,59 @@ func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, l
 		}
 	}()
 	return nil
+}
+
+// startHealth loads the rules (the defaults, or --config, watched for
+// changes), and runs the analyzer on every snapshot and finding. Inside a
+// cluster its conditions are published on the agent's own Node.
+func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *slog.Logger) (*healthLoop, error) {
+	rules := analyzer.DefaultRuleSet()
+	if o.ConfigFile != "" {
+		var err error
+		if rules, err = analyzer.LoadFile(o.ConfigFile); err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+	}
+	engine := analyzer.NewEngine(rules, clock.RealClock{})
+	if boot, err := kmsg.ReadBootID(kmsg.DefaultBootIDPath); err == nil {
+		engine.Reboot(boot)
+	}
+	hm := newHealthMetrics(engine)
+	if err := exp.Registry().Register(hm); err != nil {
+		return nil, fmt.Errorf("registering health metrics: %w", err)
+	}
+	if o.ConfigFile != "" {
+		go analyzer.Watch(ctx, analyzer.WatchOptions{Path: o.ConfigFile, Current: rules,
+			OnLoad: func(rs *analyzer.RuleSet) {
+				engine.SetRuleSet(rs)
+				log.Info("health rules reloaded", "rules", rs.Len())
+			},
+			OnError: func(err error) {
+				hm.reloadErrors.Add(1)
+				log.Error("health rules rejected; the last good set stays active", "file", o.ConfigFile, "err", err)
+			},
+		})
+	}
+
+	var pub *conditionPublisher
+	if !o.Standalone {
+		c, err := clientFor(o.Kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		pub = newConditionPublisher(c, o.NodeName, log)
+		go pub.run(ctx)
+	}
+	h := newHealthLoop(engine, func(r analyzer.Result) {
+		hm.set(r)
+		exp.Invalidate()
+		for _, err := range r.Errors {
+			log.Warn("health rule failed", "err", err)
+		}
+		if pub != nil {
+			pub.set(r.Conditions)
+		}
+	})
+	go h.run(ctx)
+	return h, nil
 }

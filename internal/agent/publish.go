@@ -1,0 +1,142 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuheal/gpuheal/internal/analyzer"
+)
+
+// conditionPublisher keeps the agent's own conditions on its Node up to
+// date. The newest desired state wins: while the API server is away the
+// agent keeps evaluating, and the state of the moment it comes back is
+// what gets written, retried with backoff.
+type conditionPublisher struct {
+	client rest.Interface
+	node   string
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu        sync.Mutex
+	desired   []analyzer.ConditionStatus
+	published map[string]analyzer.ConditionStatus
+	wake      chan struct{}
+}
+
+func newConditionPublisher(c rest.Interface, node string, log *slog.Logger) *conditionPublisher {
+	return &conditionPublisher{client: c, node: node, log: log, now: time.Now,
+		published: map[string]analyzer.ConditionStatus{}, wake: make(chan struct{}, 1)}
+}
+
+// set records the conditions the node should show and wakes the loop.
+func (p *conditionPublisher) set(conds []analyzer.ConditionStatus) {
+	p.mu.Lock()
+	p.desired = conds
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run patches whenever the desired state differs from what the node shows,
+// backing off from 200 ms to 30 s while patches fail.
+func (p *conditionPublisher) run(ctx context.Context) {
+	const minBackoff, maxBackoff = 200 * time.Millisecond, 30 * time.Second
+	backoff := minBackoff
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		case <-retry:
+		}
+		retry = nil
+		if err := p.sync(ctx); err != nil {
+			p.log.Warn("publishing node conditions; will retry", "node", p.node, "in", backoff, "err", err)
+			retry = time.After(backoff)
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+	}
+}
+
+// sync patches the conditions that changed since the last success.
+func (p *conditionPublisher) sync(ctx context.Context) error {
+	p.mu.Lock()
+	var changed []analyzer.ConditionStatus
+	for _, c := range p.desired {
+		if old, ok := p.published[c.Type]; !ok || old != c {
+			changed = append(changed, c)
+		}
+	}
+	p.mu.Unlock()
+	if len(changed) == 0 {
+		return nil
+	}
+	if err := patchConditions(ctx, p.client, p.node, changed, p.now()); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	for _, c := range changed {
+		p.published[c.Type] = c
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// patchConditions writes only our condition types with a strategic merge
+// patch on nodes/status: the list merges by type, so the kubelet's and
+// other agents' conditions stay untouched.
+func patchConditions(ctx context.Context, c rest.Interface, node string, conds []analyzer.ConditionStatus, now time.Time) error {
+	list := make([]corev1.NodeCondition, 0, len(conds))
+	for _, s := range conds {
+		since := s.LastTransitionTime
+		if since.IsZero() {
+			since = now
+		}
+		msg := s.Message
+		if s.Status == analyzer.StatusTrue && msg == "" {
+			msg = "gpuheal-agent: no problem"
+		}
+		list = append(list, corev1.NodeCondition{
+			Type:               corev1.NodeConditionType(s.Type),
+			Status:             corev1.ConditionStatus(s.Status),
+			Reason:             reasonOrDefault(s),
+			Message:            msg,
+			LastHeartbeatTime:  metav1.NewTime(now),
+			LastTransitionTime: metav1.NewTime(since),
+		})
+	}
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": list}})
+	if err != nil {
+		return err
+	}
+	err = c.Patch(types.StrategicMergePatchType).Resource("nodes").Name(node).SubResource("status").
+		Body(body).Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("patching conditions of node %s: %w", node, err)
+	}
+	return nil
+}
+
+func reasonOrDefault(s analyzer.ConditionStatus) string {
+	if s.Reason != "" {
+		return s.Reason
+	}
+	if s.Status == analyzer.StatusTrue {
+		return "NoProblemDetected"
+	}
+	return "ProblemDetected"
+}

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/internal/testenv"
+)
+
+// TestAgentSetsConditionOnItsNode runs the agent in cluster mode against
+// the real API server, on the sim backend with a fault schedule: the node's
+// AcceleratedHardwareReady goes True, then False with the Xid 79 reason
+// once the simulated GPU falls off the bus, and kwok's Ready stays.
+func TestAgentSetsConditionOnItsNode(t *testing.T) {
+	env := testenv.ForTest(t, testenv.Options{Kwok: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	names, err := testenv.CreateGPUNodes(ctx, env.Client, "agent-e2e", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.WaitNodesReady(ctx, env.Client, names); err != nil {
+		t.Fatal(err)
+	}
+	node := names[0]
+
+	dir := t.TempDir()
+	schedule := filepath.Join(dir, "faults.yaml")
+	if err := os.WriteFile(schedule, []byte("- at: 3s\n  node: \"*\"\n  gpu: 2\n  fault: fell-off-bus\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kernelLog := filepath.Join(dir, "kmsg")
+	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
+	startProcess(t, agentBin, "--node-name="+node, "--kubeconfig="+env.Kubeconfig,
+		"--gpu-backend=sim", "--sim-schedule="+schedule, "--sim-kernel-log="+kernelLog,
+		"--kmsg-path="+kernelLog, "--kmsg-poll-interval=50ms", "--state-dir="+filepath.Join(dir, "state"),
+		"--interval=1s", "--call-timeout=500ms", fmt.Sprintf("--metrics-address=127.0.0.1:%d", freePort(t)))
+
+	healthy := waitCondition(ctx, t, env.Client, node, corev1.ConditionTrue)
+	sick := waitCondition(ctx, t, env.Client, node, corev1.ConditionFalse)
+	if sick.Reason != "NvidiaXID79Error" && sick.Reason != "NvidiaGPUMissing" {
+		t.Errorf("reason %q, want NvidiaXID79Error or NvidiaGPUMissing (message %q)", sick.Reason, sick.Message)
+	}
+	if !sick.LastTransitionTime.After(healthy.LastTransitionTime.Time) && !sick.LastTransitionTime.Equal(&healthy.LastTransitionTime) {
+		t.Errorf("transition time went back: %v then %v", healthy.LastTransitionTime, sick.LastTransitionTime)
+	}
+	var n corev1.Node
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if !testenv.NodeReady(&n) {
+		t.Error("the agent's patch removed kwok's Ready condition")
+	}
+}
+
+// waitCondition polls the node until AcceleratedHardwareReady has status.
+func waitCondition(ctx context.Context, t *testing.T, c client.Client, node string, status corev1.ConditionStatus) corev1.NodeCondition {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var n corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err == nil {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == "AcceleratedHardwareReady" && cond.Status == status {
+					return cond
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("node %s: AcceleratedHardwareReady never became %s", node, status)
+		case <-tick.C:
+		}
+	}
+}
