@@ -73,7 +73,8 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 	c.onSnapshot = health.setSnapshot
 
 	if o.KmsgPath != "" {
-		if err := startKmsgMonitor(ctx, o, exp, health.addFinding, log); err != nil {
+		overrides := health.engine.RuleSet().XIDOverrides
+		if err := startKmsgMonitor(ctx, o, exp, overrides, health.addFinding, log); err != nil {
 			return err
 		}
 	}
@@ -146,10 +147,18 @@ func printSnapshot(out io.Writer, snap *gpu.NodeSnapshot, format string) error {
 // startKmsgMonitor runs the kernel-log monitor in the background. A kernel
 // log the agent cannot read (no privilege, no device) is logged and the
 // agent goes on with GPU telemetry alone.
-func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, onFinding func(finding.Finding), log *slog.Logger) error {
+//
+// The Xid catalog is the default, then --xid-config, then the `xid:`
+// section of the rules config (read at start; a reload does not change it).
+func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, overrides map[uint64]xid.Override, onFinding func(finding.Finding), log *slog.Logger) error {
 	cat, err := xid.LoadFile(o.XidConfig)
 	if err != nil {
 		return err
+	}
+	if len(overrides) > 0 {
+		if cat, err = cat.WithOverrides(overrides); err != nil {
+			return fmt.Errorf("--config %s: xid: %w", o.ConfigFile, err)
+		}
 	}
 	if o.StateDir != "" {
 		if err := os.MkdirAll(o.StateDir, 0o755); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -72,5 +73,28 @@ func TestAgentRejectsBadFlagsWithTheirName(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
 			t.Errorf("%v: exit %v, output %q; want exit 2 mentioning %q", tc.args, err, out, tc.want)
 		}
+	}
+}
+
+func TestAgentCheckConfig(t *testing.T) {
+	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
+	dir := t.TempDir()
+	good, bad := dir+"/good.yaml", dir+"/bad.yaml"
+	writeFile(t, good, "rules:\n- name: hot\n  expr: has(gpu.temperatureCelsius) && gpu.temperatureCelsius > 90\n  severity: warning\n  condition: AcceleratedHardwareReady\n  reason: NvidiaHot\n  for: 5m\n")
+	writeFile(t, bad, "rules:\n- name: broken\n  expr: gpu.temperatureCelsius >\n  severity: fatal\n  condition: AcceleratedHardwareReady\n  reason: X\n")
+	if out, err := exec.Command(agentBin, "--check-config", good).CombinedOutput(); err != nil || !strings.Contains(string(out), "valid") {
+		t.Errorf("good config: %v %s", err, out)
+	}
+	out, err := exec.Command(agentBin, "--check-config", bad).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "rule 0 (broken)") || !strings.Contains(string(out), "Syntax error") {
+		t.Errorf("bad config: exit %v, output %s", err, out)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
