@@ -230,7 +230,7 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *s
 	}
 	h := newHealthLoop(engine, func(r analyzer.Result) {
 		hm.set(r)
-		exp.Invalidate()
+		exp.Refresh()
 		for _, err := range r.Errors {
 			log.Warn("health rule failed", "err", err)
 		}

@@ -98,6 +98,13 @@ func New(opts Options) *Exporter {
 // change between Updates.
 func (e *Exporter) Invalidate() { e.version.Add(1) }
 
+// Refresh re-encodes the registry now, off the scrape path, for a caller
+// that knows those values just changed (the analyzer after an evaluation).
+func (e *Exporter) Refresh() {
+	e.version.Add(1)
+	_, _, _ = e.cache.bodies()
+}
+
 // Registry holds the gpuheal_* series of the last Update.
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
