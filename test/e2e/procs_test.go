@@ -14,7 +14,7 @@ import (
 )
 
 // freePort asks the kernel for a loopback port that is free right now.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -26,7 +26,7 @@ func freePort(t *testing.T) int {
 
 // requireTool finds a Debian-packaged tool; CI must have it (the Makefile
 // installs it), elsewhere the test skips saying how to get it.
-func requireTool(t *testing.T, name string) string {
+func requireTool(t testing.TB, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err == nil {
@@ -43,7 +43,7 @@ func requireTool(t *testing.T, name string) string {
 // startProcess runs a long-lived process for the test, logging to a file
 // shown when the test fails. The returned stop interrupts it and waits for
 // it to exit; it also runs at cleanup, and more calls do nothing.
-func startProcess(t *testing.T, name string, args ...string) (stop func()) {
+func startProcess(t testing.TB, name string, args ...string) (stop func()) {
 	t.Helper()
 	logFile, err := os.CreateTemp(t.TempDir(), filepath.Base(name)+"-*.log")
 	if err != nil {
@@ -80,7 +80,7 @@ func startProcess(t *testing.T, name string, args ...string) (stop func()) {
 }
 
 // waitHTTP polls url until it answers 200 or the deadline passes.
-func waitHTTP(t *testing.T, url string, within time.Duration) {
+func waitHTTP(t testing.TB, url string, within time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -123,7 +123,7 @@ func TestMain(m *testing.M) {
 }
 
 // buildBinary builds a main package once per test run.
-func buildBinary(t *testing.T, pkg, name string) string {
+func buildBinary(t testing.TB, pkg, name string) string {
 	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
