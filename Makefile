@@ -53,7 +53,9 @@ test: fmt-check vet deps ## all tests: gofmt, vet, unit and integration (real AP
 
 .PHONY: bench
 bench: deps ## benchmarks (numbers go to docs/benchmarks.md); BENCH_AGENT_SECONDS=300
-	$(GO) test -run '^$$' -bench . -benchmem -count $${BENCH_COUNT:-3} $(PKGS)
+	$(GO) test -run '^$$' -bench . -skip XidToConditionFalse -benchmem -count $${BENCH_COUNT:-3} $(PKGS)
+	$(GO) test -run '^$$' -bench XidToConditionFalse -benchtime 1x -timeout 30m ./test/e2e/
+	./hack/bench-diagnose.sh 1000000 0
 	./hack/bench-agent.sh $${BENCH_AGENT_SECONDS:-300}
 
 .PHONY: fuzz
