@@ -165,11 +165,31 @@ func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, o
 			return fmt.Errorf("--state-dir: %w", err)
 		}
 	}
+	var journal *findingJournal
+	if o.StateDir != "" {
+		boot, _ := kmsg.ReadBootID(kmsg.DefaultBootIDPath) // "" when unknown: the journal then never matches a later boot
+		var replay []finding.Finding
+		journal, replay, err = openJournal(o.StateDir, boot)
+		if err != nil {
+			log.Warn("fatal-finding journal unreadable; starting a new one", "err", err)
+		}
+		for _, f := range replay {
+			onFinding(f)
+		}
+		if len(replay) > 0 {
+			log.Info("replayed fatal findings of this boot", "findings", len(replay))
+		}
+	}
 	mon := &kmsgMonitor{path: o.KmsgPath, stateDir: o.StateDir, bootIDPath: kmsg.DefaultBootIDPath,
 		catalog: cat, poll: o.KmsgPoll, log: log}
 	km := newKmsgMetrics(mon)
 	mon.onFinding = func(f finding.Finding) {
 		km.observe(f)
+		if journal != nil {
+			if err := journal.record(f); err != nil {
+				log.Warn("recording fatal finding", "err", err)
+			}
+		}
 		onFinding(f)
 		exp.Invalidate()
 		if f.Severity == finding.Fatal {

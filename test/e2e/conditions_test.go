@@ -3,8 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +83,73 @@ func waitCondition(ctx context.Context, t *testing.T, c client.Client, node stri
 		case <-tick.C:
 		}
 	}
+}
+
+// TestLatchedProblemSurvivesAgentRestart: a GPU fell off the bus (Xid 79,
+// latched until a reboot). The agent restarts on the same boot; the
+// kernel-log position makes it skip the old line, and the journal of fatal
+// findings must keep the node unhealthy rather than let it turn True.
+func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
+	env := testenv.ForTest(t, testenv.Options{Kwok: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	names, err := testenv.CreateGPUNodes(ctx, env.Client, "latched", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := names[0]
+	dir := t.TempDir()
+	kernelLog, state := filepath.Join(dir, "kmsg"), filepath.Join(dir, "state")
+	appendLines(t, kernelLog, "4,7,1000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
+	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
+	start := func() (stop func(), metricsURL string) {
+		port := freePort(t)
+		stop = startProcess(t, agentBin, "--node-name="+node, "--kubeconfig="+env.Kubeconfig, "--gpu-backend=sim",
+			"--kmsg-path="+kernelLog, "--kmsg-poll-interval=50ms", "--state-dir="+state,
+			"--interval=1s", "--call-timeout=500ms", fmt.Sprintf("--metrics-address=127.0.0.1:%d", port))
+		return stop, fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	}
+
+	stop, _ := start()
+	if c := waitCondition(ctx, t, env.Client, node, corev1.ConditionFalse); c.Reason != "NvidiaXID79Error" {
+		t.Fatalf("reason %q", c.Reason)
+	}
+	stop()
+
+	_, url := start()
+	waitHTTP(t, url, 30*time.Second)
+	// The restarted agent's own verdict, once it has evaluated: 0 = False.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	series := `gpuheal_condition_status{type="AcceleratedHardwareReady"}`
+	for !strings.Contains(scrape(t, url), series) {
+		select {
+		case <-ctx.Done():
+			t.Fatal("restarted agent never evaluated")
+		case <-tick.C:
+		}
+	}
+	if v := metricValue(t, url, series); v != 0 {
+		t.Fatalf("restarted agent says AcceleratedHardwareReady=%v (1 = True): the latched Xid 79 was forgotten", v)
+	}
+	var n corev1.Node
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == "AcceleratedHardwareReady" && c.Status != corev1.ConditionFalse {
+			t.Fatalf("node condition %s after restart", c.Status)
+		}
+	}
+}
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
