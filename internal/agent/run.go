@@ -240,6 +240,7 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *s
 	}
 
 	var pub *conditionPublisher
+	var events *warningEvents
 	if !o.Standalone {
 		c, err := clientFor(o.Kubeconfig)
 		if err != nil {
@@ -247,6 +248,8 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *s
 		}
 		pub = newConditionPublisher(c, o.NodeName, log)
 		go pub.run(ctx)
+		events = newWarningEvents(c, o.NodeName, log)
+		go events.run(ctx)
 	}
 	h := newHealthLoop(engine, func(r analyzer.Result) {
 		hm.set(r)
@@ -256,6 +259,7 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *s
 		}
 		if pub != nil {
 			pub.set(r.Conditions)
+			events.offer(r)
 		}
 	})
 	go h.run(ctx)

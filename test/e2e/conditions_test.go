@@ -36,7 +36,7 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 
 	dir := t.TempDir()
 	schedule := filepath.Join(dir, "faults.yaml")
-	if err := os.WriteFile(schedule, []byte("- at: 3s\n  node: \"*\"\n  gpu: 2\n  fault: fell-off-bus\n"), 0o644); err != nil {
+	if err := os.WriteFile(schedule, []byte("- at: 2s\n  gpu: 1\n  fault: row-remap-pending\n- at: 3s\n  node: \"*\"\n  gpu: 2\n  fault: fell-off-bus\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	kernelLog := filepath.Join(dir, "kmsg")
@@ -60,6 +60,34 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 	}
 	if !testenv.NodeReady(&n) {
 		t.Error("the agent's patch removed kwok's Ready condition")
+	}
+
+	// The warning (a pending row remap) is an Event on the node, once.
+	ev := waitEvent(ctx, t, env.Client, node, "NvidiaRowRemapPending")
+	if ev.Type != corev1.EventTypeWarning || ev.Count != 1 || ev.InvolvedObject.UID != n.UID {
+		t.Errorf("event = type %s count %d uid %s (node uid %s)", ev.Type, ev.Count, ev.InvolvedObject.UID, n.UID)
+	}
+}
+
+// waitEvent polls the node's events until one has the reason.
+func waitEvent(ctx context.Context, t *testing.T, c client.Client, node, reason string) corev1.Event {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var list corev1.EventList
+		if err := c.List(ctx, &list, client.InNamespace("default")); err == nil {
+			for _, e := range list.Items {
+				if e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == node && e.Reason == reason {
+					return e
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no %s event on node %s", reason, node)
+		case <-tick.C:
+		}
 	}
 }
 
