@@ -15,8 +15,9 @@ import (
 // collection, which is what keeps an Xid 79 seconds ahead of a poller.
 type healthLoop struct {
 	engine *analyzer.Engine
-	// onResult receives every evaluation (condition publishing, metrics).
-	onResult func(analyzer.Result)
+	// onResult receives every evaluation (condition publishing, metrics)
+	// and the number of healthy GPUs.
+	onResult func(r analyzer.Result, healthyGPUs int)
 
 	mu      sync.Mutex
 	snap    *gpu.NodeSnapshot
@@ -24,7 +25,7 @@ type healthLoop struct {
 	wake    chan struct{}
 }
 
-func newHealthLoop(e *analyzer.Engine, onResult func(analyzer.Result)) *healthLoop {
+func newHealthLoop(e *analyzer.Engine, onResult func(analyzer.Result, int)) *healthLoop {
 	return &healthLoop{engine: e, onResult: onResult, wake: make(chan struct{}, 1)}
 }
 
@@ -62,6 +63,29 @@ func (h *healthLoop) run(ctx context.Context) {
 		snap, findings := h.snap, h.pending
 		h.pending = nil
 		h.mu.Unlock()
-		h.onResult(h.engine.Evaluate(snap, findings))
+		r := h.engine.Evaluate(snap, findings)
+		h.onResult(r, healthyGPUs(snap, r))
 	}
+}
+
+// healthyGPUs counts the GPUs that answer and have no active fatal
+// problem: what a scheduler can still count on. Without a snapshot (the
+// backend fails) it is 0.
+func healthyGPUs(snap *gpu.NodeSnapshot, r analyzer.Result) int {
+	if snap == nil {
+		return 0
+	}
+	sick := map[string]bool{}
+	for _, p := range r.Problems {
+		if p.Severity == finding.Fatal && p.GPU != nil {
+			sick[p.GPU.PCIBusID] = true
+		}
+	}
+	n := 0
+	for _, g := range snap.GPUs {
+		if !g.Missing && !sick[g.PCIBusID] {
+			n++
+		}
+	}
+	return n
 }

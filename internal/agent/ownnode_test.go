@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -104,6 +105,14 @@ func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
 	if !found {
 		t.Fatalf("node A conditions after the allowed patch: %+v", n.Status.Conditions)
 	}
+	label := []byte(`{"metadata":{"labels":{"gpuheal.io/gpu-healthy-count":"8"}}}`)
+	if err := agent.Patch(types.MergePatchType).Resource("nodes").Name(nodeA).Body(label).Do(ctx).Error(); err != nil {
+		t.Fatalf("labelling its own node A: %v", err)
+	}
+	if err := agent.Patch(types.MergePatchType).Resource("nodes").Name(nodeB).Body(label).Do(ctx).Error(); !apierrors.IsForbidden(err) {
+		t.Fatalf("labelling node B: %v, want forbidden", err)
+	}
+
 	// A token of the same ServiceAccount not bound to a pod names no node:
 	// it may write none.
 	unbound, err := cs.CoreV1().ServiceAccounts("gpuheal").CreateToken(ctx, "gpuheal-agent", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,18 +30,27 @@ type conditionPublisher struct {
 	mu        sync.Mutex
 	desired   []analyzer.ConditionStatus
 	published map[string]analyzer.ConditionStatus
-	wake      chan struct{}
+	// healthy is the desired gpu-healthy-count label; labelled what the
+	// node shows (-1 before the first successful patch).
+	healthy, labelled int
+	wake              chan struct{}
 }
+
+// HealthyGPUsLabel tells schedulers how many of the node's GPUs are
+// healthy, so that work needing all eight avoids a node with seven.
+const HealthyGPUsLabel = "gpuheal.io/gpu-healthy-count"
 
 func newConditionPublisher(c rest.Interface, node string, log *slog.Logger) *conditionPublisher {
 	return &conditionPublisher{client: c, node: node, log: log, now: time.Now,
-		published: map[string]analyzer.ConditionStatus{}, wake: make(chan struct{}, 1)}
+		published: map[string]analyzer.ConditionStatus{}, labelled: -1, wake: make(chan struct{}, 1)}
 }
 
-// set records the conditions the node should show and wakes the loop.
-func (p *conditionPublisher) set(conds []analyzer.ConditionStatus) {
+// set records the conditions and healthy GPU count the node should show
+// and wakes the loop.
+func (p *conditionPublisher) set(conds []analyzer.ConditionStatus, healthyGPUs int) {
 	p.mu.Lock()
 	p.desired = conds
+	p.healthy = healthyGPUs
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
@@ -81,18 +91,28 @@ func (p *conditionPublisher) sync(ctx context.Context) error {
 			changed = append(changed, c)
 		}
 	}
+	healthy, labelled := p.healthy, p.labelled
 	p.mu.Unlock()
-	if len(changed) == 0 {
-		return nil
+	if len(changed) > 0 {
+		if err := patchConditions(ctx, p.client, p.node, changed, p.now()); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		for _, c := range changed {
+			p.published[c.Type] = c
+		}
+		p.mu.Unlock()
 	}
-	if err := patchConditions(ctx, p.client, p.node, changed, p.now()); err != nil {
-		return err
+	if healthy != labelled {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, HealthyGPUsLabel, strconv.Itoa(healthy))
+		err := p.client.Patch(types.MergePatchType).Resource("nodes").Name(p.node).Body([]byte(patch)).Do(ctx).Error()
+		if err != nil {
+			return fmt.Errorf("labelling node %s: %w", p.node, err)
+		}
+		p.mu.Lock()
+		p.labelled = healthy
+		p.mu.Unlock()
 	}
-	p.mu.Lock()
-	for _, c := range changed {
-		p.published[c.Type] = c
-	}
-	p.mu.Unlock()
 	return nil
 }
 

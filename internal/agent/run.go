@@ -251,14 +251,14 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *s
 		events = newWarningEvents(c, o.NodeName, log)
 		go events.run(ctx)
 	}
-	h := newHealthLoop(engine, func(r analyzer.Result) {
+	h := newHealthLoop(engine, func(r analyzer.Result, healthy int) {
 		hm.set(r)
 		exp.Refresh()
 		for _, err := range r.Errors {
 			log.Warn("health rule failed", "err", err)
 		}
 		if pub != nil {
-			pub.set(r.Conditions)
+			pub.set(r.Conditions, healthy)
 			events.offer(r)
 		}
 	})

@@ -62,6 +62,9 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 		t.Error("the agent's patch removed kwok's Ready condition")
 	}
 
+	// Seven of eight GPUs are left for schedulers.
+	waitLabel(ctx, t, env.Client, node, "gpuheal.io/gpu-healthy-count", "7")
+
 	// The warning (a pending row remap) is an Event on the node, once.
 	ev := waitEvent(ctx, t, env.Client, node, "NvidiaRowRemapPending")
 	if ev.Type != corev1.EventTypeWarning || ev.Count != 1 || ev.InvolvedObject.UID != n.UID {
@@ -180,4 +183,25 @@ func scrape(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// waitLabel polls the node until the label has the value.
+func waitLabel(ctx context.Context, t *testing.T, c client.Client, node, key, want string) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	got := ""
+	for {
+		var n corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err == nil {
+			if got = n.Labels[key]; got == want {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("node %s label %s = %q, want %q", node, key, got, want)
+		case <-tick.C:
+		}
+	}
 }
