@@ -85,6 +85,12 @@ func clientFor(kubeconfig string) (rest.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading Kubernetes config: %w", err)
 	}
+	// A partitioned API server drops packets rather than refusing them;
+	// without a timeout a request would hang and the agent's state would
+	// never be retried.
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
 	cfg.APIPath = "/api"
 	cfg.GroupVersion = &corev1.SchemeGroupVersion
 	cfg.NegotiatedSerializer = serializer.NewCodecFactory(coreScheme).WithoutConversion()

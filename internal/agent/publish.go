@@ -59,9 +59,11 @@ func (p *conditionPublisher) set(conds []analyzer.ConditionStatus, healthyGPUs i
 }
 
 // run patches whenever the desired state differs from what the node shows,
-// backing off from 200 ms to 30 s while patches fail.
+// backing off from 200 ms to 5 s while patches fail: one small PATCH every
+// 5 s costs an API server that is away nothing, and bounds how late the
+// state lands once it is back.
 func (p *conditionPublisher) run(ctx context.Context) {
-	const minBackoff, maxBackoff = 200 * time.Millisecond, 30 * time.Second
+	const minBackoff, maxBackoff = 200 * time.Millisecond, 5 * time.Second
 	backoff := minBackoff
 	var retry <-chan time.Time
 	for {

@@ -205,3 +205,5 @@ func waitLabel(ctx context.Context, t *testing.T, c client.Client, node, key, wa
 		}
 	}
 }
+
+func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
