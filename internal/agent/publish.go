@@ -129,8 +129,13 @@ func patchConditions(ctx context.Context, c rest.Interface, node string, conds [
 			since = now
 		}
 		msg := s.Message
-		if s.Status == analyzer.StatusTrue && msg == "" {
+		switch {
+		case s.Status == analyzer.StatusTrue && msg == "":
 			msg = "gpuheal-agent: no problem"
+		case s.Status != analyzer.StatusTrue && s.Action != "":
+			// Repair controllers and people read the condition, not our
+			// metrics: say what to do.
+			msg += "; recommended action: " + string(s.Action)
 		}
 		list = append(list, corev1.NodeCondition{
 			Type:               corev1.NodeConditionType(s.Type),

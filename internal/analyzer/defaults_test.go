@@ -134,10 +134,11 @@ func TestDefaultMessages(t *testing.T) {
 	r.inject(sim.KindDBE, 1, map[string]string{"count": "2"})
 	res := r.run(6 * time.Minute)
 	want := map[string]string{
-		"nvlink-down":      "GPU 3 (0000:5d:00.0): NVLink links down: [3]",
-		"pcie-degraded":    "GPU 2 (0000:3a:00.0): PCIe link below its maximum: gen 5/5 x8/x16",
-		"double-bit-ecc":   "GPU 1 (0000:2a:00.0): 2 uncorrectable ECC errors since the driver loaded",
-		"xid-fatal-reboot": "GPU 3 (0000:5d:00.0): Xid 74: NVRM: Xid (PCI:0000:5d:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)",
+		// The issue asks for index, UUID and PCI id; the UUIDs are the sim's, fixed by its seed.
+		"nvlink-down":      "GPU 3 (GPU-1df05cf8-a84c-f9f2-ba7d-b11012eec015, 0000:5d:00.0): NVLink links down: [3]",
+		"pcie-degraded":    "GPU 2 (GPU-0d240844-e833-5ee2-68a4-cd8f4910c3e0, 0000:3a:00.0): PCIe link below its maximum: gen 5/5 x8/x16",
+		"double-bit-ecc":   "GPU 1 (GPU-a42d3f09-c922-f0dc-f302-b9f5571bea3f, 0000:2a:00.0): 2 uncorrectable ECC errors since the driver loaded",
+		"xid-fatal-reboot": "GPU 3 (GPU-1df05cf8-a84c-f9f2-ba7d-b11012eec015, 0000:5d:00.0): Xid 74: NVRM: Xid (PCI:0000:5d:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)",
 	}
 	for rule, msg := range want {
 		if p := problem(t, res, rule); p.Message != msg {

@@ -51,6 +51,9 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 	if sick.Reason != "NvidiaXID79Error" && sick.Reason != "NvidiaGPUMissing" {
 		t.Errorf("reason %q, want NvidiaXID79Error or NvidiaGPUMissing (message %q)", sick.Reason, sick.Message)
 	}
+	if !strings.Contains(sick.Message, "0000:3a:00.0") || !strings.Contains(sick.Message, "recommended action: reboot") {
+		t.Errorf("message %q does not name GPU 2's PCI id and the recommended action", sick.Message)
+	}
 	if !sick.LastTransitionTime.After(healthy.LastTransitionTime.Time) && !sick.LastTransitionTime.Equal(&healthy.LastTransitionTime) {
 		t.Errorf("transition time went back: %v then %v", healthy.LastTransitionTime, sick.LastTransitionTime)
 	}
