@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/gpuheal/gpuheal/internal/analyzer"
@@ -20,6 +21,7 @@ type healthLoop struct {
 	onResult func(r analyzer.Result, healthyGPUs int)
 
 	mu      sync.Mutex
+	hooks   []func(*analyzer.RuleSet)
 	snap    *gpu.NodeSnapshot
 	pending []finding.Finding
 	wake    chan struct{}
@@ -41,6 +43,23 @@ func (h *healthLoop) addFinding(f finding.Finding) {
 	h.pending = append(h.pending, f)
 	h.mu.Unlock()
 	h.poke()
+}
+
+// onReload registers fn to run with each reloaded rule set (the kernel-log
+// detector takes the config's Xid overrides from it).
+func (h *healthLoop) onReload(fn func(*analyzer.RuleSet)) {
+	h.mu.Lock()
+	h.hooks = append(h.hooks, fn)
+	h.mu.Unlock()
+}
+
+func (h *healthLoop) reloaded(rs *analyzer.RuleSet) {
+	h.mu.Lock()
+	hooks := slices.Clone(h.hooks)
+	h.mu.Unlock()
+	for _, fn := range hooks {
+		fn(rs)
+	}
 }
 
 func (h *healthLoop) poke() {

@@ -29,6 +29,10 @@ type kmsgMonitor struct {
 	log        *slog.Logger
 	onFinding  func(finding.Finding)
 
+	// catalogs carries a new Xid catalog after a config reload; the
+	// detector is rebuilt between two records.
+	catalogs chan xid.Catalog
+
 	mu      sync.Mutex
 	statsFn func() kmsg.Stats
 	pos     kmsg.Position
@@ -65,6 +69,11 @@ func (m *kmsgMonitor) run(ctx context.Context) error {
 	var buf []finding.Finding
 	lastSave := time.Now()
 	emit := func(rec kmsg.Record) error {
+		select {
+		case cat := <-m.catalogs:
+			det = detect.New(cat, detect.Options{Source: "kmsg"})
+		default:
+		}
 		buf = det.Append(buf[:0], rec.Message, recordTime(rec))
 		for _, f := range buf {
 			m.onFinding(f)
@@ -160,4 +169,20 @@ func (m *kmsgMonitor) Stats() kmsg.Stats {
 func isCharDevice(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// setCatalog hands the monitor a new Xid catalog (a reloaded config's
+// overrides); the newest one wins.
+func (m *kmsgMonitor) setCatalog(cat xid.Catalog) {
+	for {
+		select {
+		case m.catalogs <- cat:
+			return
+		default:
+			select {
+			case <-m.catalogs:
+			default:
+			}
+		}
+	}
 }

@@ -73,10 +73,18 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 	c.onSnapshot = health.setSnapshot
 
 	if o.KmsgPath != "" {
-		overrides := health.engine.RuleSet().XIDOverrides
-		if err := startKmsgMonitor(ctx, o, exp, overrides, health.addFinding, log); err != nil {
+		mon, err := startKmsgMonitor(ctx, o, exp, health.engine.RuleSet().XIDOverrides, health.addFinding, log)
+		if err != nil {
 			return err
 		}
+		health.onReload(func(rs *analyzer.RuleSet) {
+			cat, err := xidCatalog(o, rs.XIDOverrides)
+			if err != nil {
+				log.Error("Xid overrides of the reloaded config rejected; keeping the previous ones", "err", err)
+				return
+			}
+			mon.setCatalog(cat)
+		})
 	}
 
 	srv, addr, err := serveMetrics(o.MetricsAddress, exp.Handler())
@@ -149,20 +157,15 @@ func printSnapshot(out io.Writer, snap *gpu.NodeSnapshot, format string) error {
 // agent goes on with GPU telemetry alone.
 //
 // The Xid catalog is the default, then --xid-config, then the `xid:`
-// section of the rules config (read at start; a reload does not change it).
-func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, overrides map[uint64]xid.Override, onFinding func(finding.Finding), log *slog.Logger) error {
-	cat, err := xid.LoadFile(o.XidConfig)
+// section of the rules config (again on every reload of it).
+func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, overrides map[uint64]xid.Override, onFinding func(finding.Finding), log *slog.Logger) (*kmsgMonitor, error) {
+	cat, err := xidCatalog(o, overrides)
 	if err != nil {
-		return err
-	}
-	if len(overrides) > 0 {
-		if cat, err = cat.WithOverrides(overrides); err != nil {
-			return fmt.Errorf("--config %s: xid: %w", o.ConfigFile, err)
-		}
+		return nil, err
 	}
 	if o.StateDir != "" {
 		if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
-			return fmt.Errorf("--state-dir: %w", err)
+			return nil, fmt.Errorf("--state-dir: %w", err)
 		}
 	}
 	var journal *findingJournal
@@ -181,7 +184,7 @@ func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, o
 		}
 	}
 	mon := &kmsgMonitor{path: o.KmsgPath, stateDir: o.StateDir, bootIDPath: kmsg.DefaultBootIDPath,
-		catalog: cat, poll: o.KmsgPoll, log: log}
+		catalog: cat, catalogs: make(chan xid.Catalog, 1), poll: o.KmsgPoll, log: log}
 	km := newKmsgMetrics(mon)
 	mon.onFinding = func(f finding.Finding) {
 		km.observe(f)
@@ -197,14 +200,29 @@ func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, o
 		}
 	}
 	if err := exp.Registry().Register(km); err != nil {
-		return fmt.Errorf("registering kernel-log metrics: %w", err)
+		return nil, fmt.Errorf("registering kernel-log metrics: %w", err)
 	}
 	go func() {
 		if err := mon.run(ctx); err != nil {
 			log.Error("kernel-log monitor stopped", "path", o.KmsgPath, "err", err)
 		}
 	}()
-	return nil
+	return mon, nil
+}
+
+// xidCatalog is the default catalog with --xid-config and then the rules
+// config's overrides applied.
+func xidCatalog(o *Options, overrides map[uint64]xid.Override) (xid.Catalog, error) {
+	cat, err := xid.LoadFile(o.XidConfig)
+	if err != nil {
+		return cat, err
+	}
+	if len(overrides) > 0 {
+		if cat, err = cat.WithOverrides(overrides); err != nil {
+			return cat, fmt.Errorf("--config %s: xid: %w", o.ConfigFile, err)
+		}
+	}
+	return cat, nil
 }
 
 // startHealth loads the rules (the defaults, or --config, watched for
@@ -226,19 +244,6 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *s
 	if err := exp.Registry().Register(hm); err != nil {
 		return nil, fmt.Errorf("registering health metrics: %w", err)
 	}
-	if o.ConfigFile != "" {
-		go analyzer.Watch(ctx, analyzer.WatchOptions{Path: o.ConfigFile, Current: rules,
-			OnLoad: func(rs *analyzer.RuleSet) {
-				engine.SetRuleSet(rs)
-				log.Info("health rules reloaded", "rules", rs.Len())
-			},
-			OnError: func(err error) {
-				hm.reloadErrors.Add(1)
-				log.Error("health rules rejected; the last good set stays active", "file", o.ConfigFile, "err", err)
-			},
-		})
-	}
-
 	var pub *conditionPublisher
 	var events *warningEvents
 	if !o.Standalone {
@@ -263,5 +268,18 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *s
 		}
 	})
 	go h.run(ctx)
+	if o.ConfigFile != "" {
+		go analyzer.Watch(ctx, analyzer.WatchOptions{Path: o.ConfigFile, Current: rules,
+			OnLoad: func(rs *analyzer.RuleSet) {
+				engine.SetRuleSet(rs)
+				h.reloaded(rs)
+				log.Info("health rules reloaded", "rules", rs.Len())
+			},
+			OnError: func(err error) {
+				hm.reloadErrors.Add(1)
+				log.Error("health rules rejected; the last good set stays active", "file", o.ConfigFile, "err", err)
+			},
+		})
+	}
 	return h, nil
 }

@@ -1,0 +1,81 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpuheal/gpuheal/internal/finding"
+	"github.com/gpuheal/gpuheal/internal/xid"
+)
+
+// A reloaded config's Xid overrides reach the running detector: the same
+// line is classified by the catalog in force when it is read.
+func TestKmsgMonitorTakesNewCatalog(t *testing.T) {
+	dir := t.TempDir()
+	logPath, bootPath := filepath.Join(dir, "kmsg"), filepath.Join(dir, "boot_id")
+	writeTestFile(t, bootPath, "3b2f6c2e-0000-4000-8000-000000000001\n")
+	writeTestFile(t, logPath, "")
+	found := make(chan finding.Finding, 8)
+	mon := &kmsgMonitor{path: logPath, stateDir: filepath.Join(dir, "state"), bootIDPath: bootPath,
+		catalog: xid.Default(), catalogs: make(chan xid.Catalog, 1), poll: 10 * time.Millisecond,
+		log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)), onFinding: func(f finding.Finding) { found <- f }}
+	if err := os.MkdirAll(mon.stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mon.run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	line := func(seq string) string {
+		return "4," + seq + ",1000000,-;NVRM: Xid (PCI:0000:18:00): 43, pid=1, name=python, Ch 00000008\n"
+	}
+	appendTestFile(t, logPath, line("1"))
+	if f := next(t, found); f.Code != "XID43" || f.Severity != finding.Info {
+		t.Fatalf("default catalog: %s %s", f.Code, f.Severity)
+	}
+	cat, err := xid.Default().WithOverrides(map[uint64]xid.Override{43: {Severity: finding.Fatal, Action: finding.ActionResetGPU}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon.setCatalog(cat)
+	appendTestFile(t, logPath, line("2"))
+	if f := next(t, found); f.Severity != finding.Fatal || f.Action != finding.ActionResetGPU {
+		t.Fatalf("after the new catalog: %s %s", f.Severity, f.Action)
+	}
+}
+
+func next(t *testing.T, ch <-chan finding.Finding) finding.Finding {
+	t.Helper()
+	select {
+	case f := <-ch:
+		return f
+	case <-time.After(10 * time.Second):
+		t.Fatal("no finding within 10s")
+	}
+	return finding.Finding{}
+}
+
+func writeTestFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendTestFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
