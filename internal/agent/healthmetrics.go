@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -15,6 +17,7 @@ import (
 type healthMetrics struct {
 	mu     sync.Mutex
 	last   analyzer.Result
+	view   string // what the series of last show, to tell a change
 	engine *analyzer.Engine
 
 	reloadErrors atomic.Uint64
@@ -32,10 +35,25 @@ func newHealthMetrics(e *analyzer.Engine) *healthMetrics {
 	}
 }
 
-func (m *healthMetrics) set(r analyzer.Result) {
+// set stores the result and reports whether the exported series change.
+func (m *healthMetrics) set(r analyzer.Result) bool {
+	var b strings.Builder
+	for _, p := range r.Problems {
+		gpu := -1
+		if p.GPU != nil {
+			gpu = p.GPU.Index
+		}
+		fmt.Fprintf(&b, "%s/%d/%s;", p.Rule, gpu, p.Severity)
+	}
+	for _, c := range r.Conditions {
+		fmt.Fprintf(&b, "%s=%s;", c.Type, c.Status)
+	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.last = r
-	m.mu.Unlock()
+	changed := b.String() != m.view
+	m.view = b.String()
+	return changed
 }
 
 func (m *healthMetrics) Describe(ch chan<- *prometheus.Desc) {

@@ -21,19 +21,14 @@ const GPUCountLabel = "nvidia.com/gpu.count"
 
 // watchExpectedGPUs reads the node's GPU-count label now and then, so a GPU
 // that vanished from the driver shows as "found < expected".
-func watchExpectedGPUs(ctx context.Context, o *Options, expected *atomic.Int64, log *slog.Logger) {
-	cs, err := clientFor(o.Kubeconfig)
-	if err != nil {
-		log.Warn("no Kubernetes client; expected GPU count unknown", "err", err)
-		return
-	}
+func watchExpectedGPUs(ctx context.Context, cs rest.Interface, node string, expected *atomic.Int64, log *slog.Logger) {
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	for {
-		n, err := readExpectedGPUs(ctx, cs, o.NodeName)
+		n, err := readExpectedGPUs(ctx, cs, node)
 		switch {
 		case err != nil:
-			log.Warn("reading expected GPU count", "node", o.NodeName, "err", err)
+			log.Warn("reading expected GPU count", "node", node, "err", err)
 		case n > 0:
 			expected.Store(int64(n))
 		}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
@@ -62,11 +63,18 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 		return printSnapshot(out, snap, o.Output)
 	}
 
-	if !o.Standalone && o.ExpectedGPUs == 0 {
-		go watchExpectedGPUs(ctx, o, &expected, log)
+	// One client for everything the agent says to the API server.
+	var kube rest.Interface
+	if !o.Standalone {
+		if kube, err = clientFor(o.Kubeconfig); err != nil {
+			return err
+		}
+		if o.ExpectedGPUs == 0 {
+			go watchExpectedGPUs(ctx, kube, o.NodeName, &expected, log)
+		}
 	}
 
-	health, err := startHealth(ctx, o, exp, log)
+	health, err := startHealth(ctx, o, exp, kube, log)
 	if err != nil {
 		return err
 	}
@@ -228,7 +236,7 @@ func xidCatalog(o *Options, overrides map[uint64]xid.Override) (xid.Catalog, err
 // startHealth loads the rules (the defaults, or --config, watched for
 // changes), and runs the analyzer on every snapshot and finding. Inside a
 // cluster its conditions are published on the agent's own Node.
-func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *slog.Logger) (*healthLoop, error) {
+func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube rest.Interface, log *slog.Logger) (*healthLoop, error) {
 	rules := analyzer.DefaultRuleSet()
 	if o.ConfigFile != "" {
 		var err error
@@ -246,19 +254,18 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *s
 	}
 	var pub *conditionPublisher
 	var events *warningEvents
-	if !o.Standalone {
-		c, err := clientFor(o.Kubeconfig)
-		if err != nil {
-			return nil, err
-		}
-		pub = newConditionPublisher(c, o.NodeName, log)
+	if kube != nil {
+		pub = newConditionPublisher(kube, o.NodeName, log)
 		go pub.run(ctx)
-		events = newWarningEvents(c, o.NodeName, log)
+		events = newWarningEvents(kube, o.NodeName, log)
 		go events.run(ctx)
 	}
 	h := newHealthLoop(engine, func(r analyzer.Result, healthy int) {
-		hm.set(r)
-		exp.Refresh()
+		// The collection that led here has just encoded the metrics; encode
+		// again only when the health view changed.
+		if hm.set(r) {
+			exp.Refresh()
+		}
 		for _, err := range r.Errors {
 			log.Warn("health rule failed", "err", err)
 		}
@@ -273,10 +280,12 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, log *s
 			OnLoad: func(rs *analyzer.RuleSet) {
 				engine.SetRuleSet(rs)
 				h.reloaded(rs)
+				exp.Invalidate() // gpuheal_rules_loaded
 				log.Info("health rules reloaded", "rules", rs.Len())
 			},
 			OnError: func(err error) {
 				hm.reloadErrors.Add(1)
+				exp.Invalidate()
 				log.Error("health rules rejected; the last good set stays active", "file", o.ConfigFile, "err", err)
 			},
 		})

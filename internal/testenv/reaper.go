@@ -24,20 +24,24 @@ type child struct {
 	exe string
 }
 
+// ChildPIDs lists the processes whose parent is pid.
+func ChildPIDs(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err == nil && parentOf(p) == pid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // childrenRunning returns our own child processes whose executable lies in binDir.
 func childrenRunning(binDir string) []child {
-	self := os.Getpid()
-	entries, _ := os.ReadDir("/proc")
 	var out []child
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if parentOf(pid) != self {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+	for _, pid := range ChildPIDs(os.Getpid()) {
+		exe, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe"))
 		if err != nil || filepath.Dir(exe) != binDir {
 			continue
 		}

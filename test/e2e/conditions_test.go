@@ -40,11 +40,8 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	kernelLog := filepath.Join(dir, "kmsg")
-	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
-	startProcess(t, agentBin, "--node-name="+node, "--kubeconfig="+env.Kubeconfig,
-		"--gpu-backend=sim", "--sim-schedule="+schedule, "--sim-kernel-log="+kernelLog,
-		"--kmsg-path="+kernelLog, "--kmsg-poll-interval=50ms", "--state-dir="+filepath.Join(dir, "state"),
-		"--interval=1s", "--call-timeout=500ms", fmt.Sprintf("--metrics-address=127.0.0.1:%d", freePort(t)))
+	startClusterAgent(t, node, env.Kubeconfig, kernelLog, filepath.Join(dir, "state"),
+		"--sim-schedule="+schedule, "--sim-kernel-log="+kernelLog)
 
 	healthy := waitCondition(ctx, t, env.Client, node, corev1.ConditionTrue)
 	sick := waitCondition(ctx, t, env.Client, node, corev1.ConditionFalse)
@@ -78,45 +75,41 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 // waitEvent polls the node's events until one has the reason.
 func waitEvent(ctx context.Context, t *testing.T, c client.Client, node, reason string) corev1.Event {
 	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var found corev1.Event
+	pollUntil(ctx, t, fmt.Sprintf("a %s event on node %s", reason, node), func() bool {
 		var list corev1.EventList
-		if err := c.List(ctx, &list, client.InNamespace("default")); err == nil {
-			for _, e := range list.Items {
-				if e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == node && e.Reason == reason {
-					return e
-				}
+		if err := c.List(ctx, &list, client.InNamespace("default")); err != nil {
+			return false
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "Node" && e.InvolvedObject.Name == node && e.Reason == reason {
+				found = e
+				return true
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no %s event on node %s", reason, node)
-		case <-tick.C:
-		}
-	}
+		return false
+	})
+	return found
 }
 
 // waitCondition polls the node until AcceleratedHardwareReady has status.
 func waitCondition(ctx context.Context, t *testing.T, c client.Client, node string, status corev1.ConditionStatus) corev1.NodeCondition {
 	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var found corev1.NodeCondition
+	pollUntil(ctx, t, fmt.Sprintf("node %s AcceleratedHardwareReady=%s", node, status), func() bool {
 		var n corev1.Node
-		if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err == nil {
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == "AcceleratedHardwareReady" && cond.Status == status {
-					return cond
-				}
+		if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+			return false
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == "AcceleratedHardwareReady" && cond.Status == status {
+				found = cond
+				return true
 			}
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("node %s: AcceleratedHardwareReady never became %s", node, status)
-		case <-tick.C:
-		}
-	}
+		return false
+	})
+	return found
 }
 
 // TestLatchedProblemSurvivesAgentRestart: a GPU fell off the bus (Xid 79,
@@ -135,13 +128,8 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	dir := t.TempDir()
 	kernelLog, state := filepath.Join(dir, "kmsg"), filepath.Join(dir, "state")
 	appendLines(t, kernelLog, "4,7,1000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
-	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
 	start := func() (stop func(), metricsURL string) {
-		port := freePort(t)
-		stop = startProcess(t, agentBin, "--node-name="+node, "--kubeconfig="+env.Kubeconfig, "--gpu-backend=sim",
-			"--kmsg-path="+kernelLog, "--kmsg-poll-interval=50ms", "--state-dir="+state,
-			"--interval=1s", "--call-timeout=500ms", fmt.Sprintf("--metrics-address=127.0.0.1:%d", port))
-		return stop, fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+		return startClusterAgent(t, node, env.Kubeconfig, kernelLog, state)
 	}
 
 	stop, _ := start()
@@ -153,16 +141,8 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	_, url := start()
 	waitHTTP(t, url, 30*time.Second)
 	// The restarted agent's own verdict, once it has evaluated: 0 = False.
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
 	series := `gpuheal_condition_status{type="AcceleratedHardwareReady"}`
-	for !strings.Contains(scrape(t, url), series) {
-		select {
-		case <-ctx.Done():
-			t.Fatal("restarted agent never evaluated")
-		case <-tick.C:
-		}
-	}
+	pollUntil(ctx, t, "the restarted agent's first evaluation", func() bool { return strings.Contains(scrape(t, url), series) })
 	if v := metricValue(t, url, series); v != 0 {
 		t.Fatalf("restarted agent says AcceleratedHardwareReady=%v (1 = True): the latched Xid 79 was forgotten", v)
 	}
@@ -191,22 +171,10 @@ func scrape(t *testing.T, url string) string {
 // waitLabel polls the node until the label has the value.
 func waitLabel(ctx context.Context, t *testing.T, c client.Client, node, key, want string) {
 	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	got := ""
-	for {
+	pollUntil(ctx, t, fmt.Sprintf("node %s label %s=%s", node, key, want), func() bool {
 		var n corev1.Node
-		if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err == nil {
-			if got = n.Labels[key]; got == want {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("node %s label %s = %q, want %q", node, key, got, want)
-		case <-tick.C:
-		}
-	}
+		return c.Get(ctx, client.ObjectKey{Name: node}, &n) == nil && n.Labels[key] == want
+	})
 }
 
 func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }

@@ -90,7 +90,7 @@ func TestDevClusterLifecycle(t *testing.T) {
 		t.Fatalf("got %d GPU nodes, %d Ready; want 5 and 5", len(nodes.Items), ready)
 	}
 
-	children := childPIDs(cmd.Process.Pid)
+	children := testenv.ChildPIDs(cmd.Process.Pid)
 	if len(children) < 3 {
 		t.Fatalf("expected etcd, kube-apiserver and kwok as children, got pids %v", children)
 	}
@@ -124,26 +124,4 @@ func requireControlPlane(t *testing.T) string {
 		t.Skip(err)
 	}
 	return binDir
-}
-
-// childPIDs lists the direct children of pid.
-func childPIDs(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -61,10 +61,8 @@ func BenchmarkXidToConditionFalse(b *testing.B) {
 	if err := os.WriteFile(kernelLog, nil, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	agentBin := buildBinary(b, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
-	stop := startProcess(b, agentBin, "--node-name="+node, "--kubeconfig="+env.Kubeconfig, "--gpu-backend=sim",
-		"--config="+rules, "--kmsg-path="+kernelLog, "--kmsg-poll-interval=20ms", "--state-dir="+filepath.Join(dir, "state"),
-		"--interval=1s", "--call-timeout=500ms", fmt.Sprintf("--metrics-address=127.0.0.1:%d", freePort(b)))
+	stop, _ := startClusterAgent(b, node, env.Kubeconfig, kernelLog, filepath.Join(dir, "state"),
+		"--config="+rules, "--kmsg-poll-interval=20ms") // the later flag wins
 	defer stop()
 
 	cs := kubernetes.NewForConfigOrDie(env.Config)

@@ -92,10 +92,7 @@ func TestConditionLifecycleOnNode(t *testing.T) {
 		}
 	}
 
-	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
-	startProcess(t, agentBin, "--node-name="+node, "--kubeconfig="+env.Kubeconfig, "--gpu-backend=sim",
-		"--config="+rules, "--kmsg-path="+kernelLog, "--kmsg-poll-interval=50ms", "--state-dir="+filepath.Join(dir, "state"),
-		"--interval=1s", "--call-timeout=500ms", fmt.Sprintf("--metrics-address=127.0.0.1:%d", freePort(t)))
+	startClusterAgent(t, node, env.Kubeconfig, kernelLog, filepath.Join(dir, "state"), "--config="+rules)
 	next(func(c corev1.NodeCondition) bool { return c.Status == corev1.ConditionTrue }, "True at start")
 
 	xid := func(seq, code int) string {

@@ -54,10 +54,7 @@ func TestAgentRidesOutAPIServerOutage(t *testing.T) {
 	if err := os.WriteFile(kernelLog, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
-	startProcess(t, agentBin, "--node-name="+node, "--kubeconfig="+kubeconfig, "--gpu-backend=sim",
-		"--kmsg-path="+kernelLog, "--kmsg-poll-interval=50ms", "--state-dir="+filepath.Join(dir, "state"),
-		"--interval=1s", "--call-timeout=500ms", fmt.Sprintf("--metrics-address=127.0.0.1:%d", freePort(t)))
+	startClusterAgent(t, node, kubeconfig, kernelLog, filepath.Join(dir, "state"))
 	waitCondition(ctx, t, env.Client, node, corev1.ConditionTrue)
 
 	proxy.cut()

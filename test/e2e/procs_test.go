@@ -138,3 +138,31 @@ func buildBinary(t testing.TB, pkg, name string) string {
 	built[pkg] = out
 	return out
 }
+
+// startClusterAgent runs gpuheal-agent in cluster mode for node on the sim
+// backend, following kernelLog with the short intervals tests need; extra
+// flags are appended. It returns the stop function and the metrics URL.
+func startClusterAgent(t testing.TB, node, kubeconfig, kernelLog, stateDir string, extra ...string) (stop func(), metricsURL string) {
+	t.Helper()
+	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
+	port := freePort(t)
+	args := append([]string{"--node-name=" + node, "--kubeconfig=" + kubeconfig, "--gpu-backend=sim",
+		"--kmsg-path=" + kernelLog, "--kmsg-poll-interval=50ms", "--state-dir=" + stateDir,
+		"--interval=1s", "--call-timeout=500ms", fmt.Sprintf("--metrics-address=127.0.0.1:%d", port)}, extra...)
+	return startProcess(t, agentBin, args...), fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+}
+
+// pollUntil calls done every 50 ms until it reports true; the test fails
+// with what when ctx ends first.
+func pollUntil(ctx context.Context, t testing.TB, what string, done func() bool) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("gave up waiting: %s", what)
+		case <-tick.C:
+		}
+	}
+}
