@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
 
@@ -123,8 +122,6 @@ func TestDefaultRulesSim(t *testing.T) {
 		})
 	}
 }
-
-var _ = finding.Fatal
 
 func TestDefaultMessages(t *testing.T) {
 	r := newRig(t, sim.Options{}, DefaultRuleSet())
