@@ -8,13 +8,25 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 )
+
+// DefaultNodeSelector selects GPU nodes, as NVIDIA's feature discovery and
+// EKS label them; the controller caches and watches only these.
+const DefaultNodeSelector = "nvidia.com/gpu.present=true"
 
 // ManagerOptions configures the controller process.
 type ManagerOptions struct {
@@ -25,8 +37,13 @@ type ManagerOptions struct {
 	LeaderElectionNamespace string
 	LeaderElectionID        string
 	GracefulShutdown        time.Duration
+	// NodeSelector restricts the nodes watched (default DefaultNodeSelector).
+	NodeSelector string
 	// RestConfig, when set, is used instead of Kubeconfig (tests).
 	RestConfig *rest.Config
+	// WrapClient, when set, wraps the manager's client (tests inject API
+	// errors with controller-runtime's interceptor).
+	WrapClient func(client.Client) client.Client
 }
 
 // NewManager builds the manager: leader election on a Lease (released on
@@ -40,7 +57,34 @@ func NewManager(opts ManagerOptions) (manager.Manager, error) {
 		}
 	}
 	gs := opts.GracefulShutdown
+	if opts.NodeSelector == "" {
+		opts.NodeSelector = DefaultNodeSelector
+	}
+	nodeSel, err := labels.Parse(opts.NodeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--node-selector %q: %w", opts.NodeSelector, err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme,
+		// Only GPU nodes are cached; pods are never cached (a drain lists
+		// one node's pods from the API server).
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}: {Label: nodeSel},
+		}},
+		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+			c, err := client.New(cfg, o)
+			if err != nil || opts.WrapClient == nil {
+				return c, err
+			}
+			return opts.WrapClient(c), nil
+		},
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddress},
 		HealthProbeBindAddress:        opts.HealthAddress,
 		LeaderElection:                opts.LeaderElection,

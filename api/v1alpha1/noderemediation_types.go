@@ -1,0 +1,169 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Phase is where an incident stands.
+// +kubebuilder:validation:Enum=Pending;Cordoned;Draining;Drained;Rebooting;Replacing;Verifying;Succeeded;Failed;Cancelled
+type Phase string
+
+// Phases of a NodeRemediation. Pending → Cordoned → Draining → Drained →
+// Rebooting | Replacing → Verifying → Succeeded | Failed | Cancelled.
+const (
+	PhasePending   Phase = "Pending"
+	PhaseCordoned  Phase = "Cordoned"
+	PhaseDraining  Phase = "Draining"
+	PhaseDrained   Phase = "Drained"
+	PhaseRebooting Phase = "Rebooting"
+	PhaseReplacing Phase = "Replacing"
+	PhaseVerifying Phase = "Verifying"
+	PhaseSucceeded Phase = "Succeeded"
+	PhaseFailed    Phase = "Failed"
+	PhaseCancelled Phase = "Cancelled"
+)
+
+// Terminal reports whether the incident is over.
+func (p Phase) Terminal() bool {
+	return p == PhaseSucceeded || p == PhaseFailed || p == PhaseCancelled
+}
+
+// Active reports whether the incident holds one of the policy's parallel
+// slots: it has started (left Pending) and is not over.
+func (p Phase) Active() bool { return p != "" && p != PhasePending && !p.Terminal() }
+
+// Condition types of a NodeRemediation.
+const (
+	// ConditionAdmitted: False while the breaker, maxParallel, pause or a
+	// policy conflict holds the incident in Pending; the reason says which.
+	ConditionAdmitted = "Admitted"
+	// ConditionDryRun: True when the policy is in dry run; the message is
+	// what would have been done.
+	ConditionDryRun = "DryRun"
+	// ConditionDrainBlocked: True while an eviction is refused (PDB).
+	ConditionDrainBlocked = "DrainBlocked"
+)
+
+// Trigger is the node condition that opened the incident.
+type Trigger struct {
+	Type   string                 `json:"type"`
+	Status corev1.ConditionStatus `json:"status"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Since is the condition's lastTransitionTime.
+	Since metav1.Time `json:"since"`
+	// RecommendedAction is what the agent recommended, when it said.
+	// +optional
+	RecommendedAction string `json:"recommendedAction,omitempty"`
+}
+
+// NodeRemediationSpec is fixed when the incident opens.
+type NodeRemediationSpec struct {
+	// NodeName of the unhealthy node.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable"
+	NodeName string `json:"nodeName"`
+	// PolicyName of the RemediationPolicy that matched the node.
+	// +kubebuilder:validation:MinLength=1
+	PolicyName string `json:"policyName"`
+	// Trigger that opened the incident.
+	Trigger Trigger `json:"trigger"`
+}
+
+// PhaseTransition records when a phase was entered.
+type PhaseTransition struct {
+	Phase Phase       `json:"phase"`
+	Time  metav1.Time `json:"time"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ProviderRequest records one call to the node's provider.
+type ProviderRequest struct {
+	Action Action `json:"action"`
+	// Attempt is the incident's attempt number this call belongs to.
+	Attempt  int32       `json:"attempt"`
+	Provider string      `json:"provider"`
+	Time     metav1.Time `json:"time"`
+	// RequestID is the provider's id for the call (EC2 request id, Auto
+	// Scaling activity id, deleted object name).
+	// +optional
+	RequestID string `json:"requestID,omitempty"`
+	// Error, when the call failed.
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// NodeRemediationStatus is the incident's state machine. Each step is
+// recorded here before the next one starts, so a new controller resumes
+// where the last one stopped.
+type NodeRemediationStatus struct {
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// Action chosen for the node (after escalation).
+	// +optional
+	Action Action `json:"action,omitempty"`
+	// Attempts counts provider actions started for this incident.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// Reason and Message explain the current phase in words.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// DryRun is true when the incident was decided under a dry-run policy.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// Phases is the history of phase entries, oldest first.
+	// +listType=atomic
+	// +optional
+	Phases []PhaseTransition `json:"phases,omitempty"`
+	// EvictedPods are the namespace/name of pods evicted or deleted.
+	// +listType=atomic
+	// +optional
+	EvictedPods []string `json:"evictedPods,omitempty"`
+	// ProviderRequests made for this incident.
+	// +listType=atomic
+	// +optional
+	ProviderRequests []ProviderRequest `json:"providerRequests,omitempty"`
+	// Replacement is the node that replaced this one, when known.
+	// +optional
+	Replacement string `json:"replacement,omitempty"`
+	// Conditions: Admitted, DryRun, DrainBlocked.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodeRemediation is one incident on one node, from detection to outcome.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=nrem
+// +kubebuilder:selectablefield:JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.nodeName`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.status.action`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.trigger.reason`
+// +kubebuilder:printcolumn:name="DryRun",type=boolean,JSONPath=`.status.dryRun`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NodeRemediation struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   NodeRemediationSpec   `json:"spec,omitempty"`
+	Status NodeRemediationStatus `json:"status,omitempty"`
+}
+
+// NodeRemediationList is a list of NodeRemediation.
+// +kubebuilder:object:root=true
+type NodeRemediationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeRemediation `json:"items"`
+}
+
+func init() { knownTypes = append(knownTypes, &NodeRemediation{}, &NodeRemediationList{}) }

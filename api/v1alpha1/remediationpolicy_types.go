@@ -1,0 +1,241 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Action is what the controller does to an unhealthy node once it is drained.
+// +kubebuilder:validation:Enum=Reboot;Replace;CordonOnly;Ignore
+type Action string
+
+// Actions, from mildest to strongest. CordonOnly keeps the node out of
+// scheduling and drained for a person to look at; Ignore records the
+// incident and touches nothing.
+const (
+	ActionIgnore     Action = "Ignore"
+	ActionCordonOnly Action = "CordonOnly"
+	ActionReboot     Action = "Reboot"
+	ActionReplace    Action = "Replace"
+)
+
+// DrainTimeoutAction is what happens when pods are still on the node when
+// the drain timeout passes (typically held by a PodDisruptionBudget).
+// +kubebuilder:validation:Enum=Wait;ForceDelete;Proceed
+type DrainTimeoutAction string
+
+// Choices after a drain timeout.
+const (
+	// DrainWait keeps evicting and waiting; PodDisruptionBudgets win.
+	DrainWait DrainTimeoutAction = "Wait"
+	// DrainForceDelete deletes the remaining pods without the Eviction API.
+	DrainForceDelete DrainTimeoutAction = "ForceDelete"
+	// DrainProceed goes on with the action and leaves the pods to it.
+	DrainProceed DrainTimeoutAction = "Proceed"
+)
+
+// UnhealthyCondition makes a node unhealthy when its condition Type has
+// Status for at least For.
+type UnhealthyCondition struct {
+	// Type of the node condition, e.g. AcceleratedHardwareReady.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Type string `json:"type"`
+	// Status that counts as unhealthy.
+	// +kubebuilder:validation:Enum=True;False;Unknown
+	Status corev1.ConditionStatus `json:"status"`
+	// For is how long the condition must hold before the node counts as
+	// unhealthy, measured from the condition's lastTransitionTime.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration such as 2m"
+	For metav1.Duration `json:"for"`
+}
+
+// ActionRule maps what the agent found to an action. A rule matches when
+// every field it sets matches; the first matching rule wins.
+type ActionRule struct {
+	// ConditionType limits the rule to one condition type.
+	// +optional
+	ConditionType string `json:"conditionType,omitempty"`
+	// Reason limits the rule to one condition reason, e.g. NvidiaXID79Error.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// RecommendedAction limits the rule to what the agent recommended
+	// (none, restart-app, reset-gpu, reboot, replace).
+	// +kubebuilder:validation:Enum=none;restart-app;reset-gpu;reboot;replace
+	// +optional
+	RecommendedAction string `json:"recommendedAction,omitempty"`
+	// Action to take.
+	Action Action `json:"action"`
+}
+
+// Escalation turns repeated reboots into a replacement.
+type Escalation struct {
+	// RebootsBeforeReplace: when the node was already rebooted this many
+	// times within Window, replace it instead.
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	RebootsBeforeReplace int32 `json:"rebootsBeforeReplace,omitempty"`
+	// Window over which reboots are counted.
+	// +kubebuilder:default="24h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 24h"
+	// +optional
+	Window metav1.Duration `json:"window,omitempty"`
+	// RebootTimeout: a rebooted node that is not Ready and healthy within
+	// this time is replaced.
+	// +kubebuilder:default="15m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 15m"
+	// +optional
+	RebootTimeout metav1.Duration `json:"rebootTimeout,omitempty"`
+	// ReplaceTimeout: how long a replacement may take before the incident
+	// is marked Failed.
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 30m"
+	// +optional
+	ReplaceTimeout metav1.Duration `json:"replaceTimeout,omitempty"`
+}
+
+// DrainSpec says how pods leave the node. Pods are always evicted through
+// the Eviction API so PodDisruptionBudgets hold; DaemonSet pods and mirror
+// pods are left alone.
+type DrainSpec struct {
+	// Timeout for evicting every pod.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 10m"
+	// +optional
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// OnTimeout: Wait, ForceDelete or Proceed.
+	// +kubebuilder:default=Wait
+	// +optional
+	OnTimeout DrainTimeoutAction `json:"onTimeout,omitempty"`
+	// DeleteEmptyDirData allows evicting pods with emptyDir volumes (their
+	// data is lost). When false such a pod holds the drain like a PDB.
+	// +kubebuilder:default=true
+	// +optional
+	DeleteEmptyDirData *bool `json:"deleteEmptyDirData,omitempty"`
+	// GracePeriodSeconds overrides the pods' own termination grace period.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+}
+
+// RemediationPolicySpec says which nodes are repaired, when and how.
+// +kubebuilder:validation:XValidation:rule="!has(self.unhealthyConditions) || self.unhealthyConditions.all(x, self.unhealthyConditions.exists_one(y, y.type == x.type && y.status == x.status))",message="unhealthyConditions: each type and status at most once"
+type RemediationPolicySpec struct {
+	// NodeSelector picks the nodes of this policy among the GPU nodes; empty
+	// selects all of them.
+	// +optional
+	NodeSelector metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	// UnhealthyConditions: any one of them held long enough makes a node
+	// unhealthy.
+	// +kubebuilder:default={{type: AcceleratedHardwareReady, status: "False", for: "2m"},{type: Ready, status: "False", for: "10m"},{type: Ready, status: "Unknown", for: "10m"}}
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	UnhealthyConditions []UnhealthyCondition `json:"unhealthyConditions,omitempty"`
+	// Actions map what was found to what is done; the first match wins.
+	// When none matches: recommended replace → Replace, restart-app →
+	// Ignore, anything else → Reboot (escalating to Replace).
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Actions []ActionRule `json:"actions,omitempty"`
+	// Escalation from reboot to replace.
+	// +kubebuilder:default={}
+	// +optional
+	Escalation Escalation `json:"escalation,omitempty"`
+	// MaxUnhealthy (count or percent of the policy's nodes): while more
+	// nodes are unhealthy, no new remediation starts (circuit breaker).
+	// +kubebuilder:default="20%"
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a count or a percent from 0% to 100%"
+	// +optional
+	MaxUnhealthy *intstr.IntOrString `json:"maxUnhealthy,omitempty"`
+	// MaxParallel (count or percent of the policy's nodes, at least 1):
+	// how many remediations may be past Pending at once.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a count of at least 1 or a percent"
+	// +optional
+	MaxParallel *intstr.IntOrString `json:"maxParallel,omitempty"`
+	// Drain settings.
+	// +kubebuilder:default={}
+	// +optional
+	Drain DrainSpec `json:"drain,omitempty"`
+	// Provider reboots and replaces nodes: aws, karpenter, clusterapi,
+	// kwok or none. Empty: guessed from each node's providerID.
+	// +kubebuilder:validation:Enum="";aws;karpenter;clusterapi;kwok;none
+	// +optional
+	Provider string `json:"provider,omitempty"`
+	// RecoveryHold: a node whose conditions are healthy again for this long
+	// before the action starts is left alone (incident Cancelled).
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration such as 1m"
+	// +optional
+	RecoveryHold metav1.Duration `json:"recoveryHold,omitempty"`
+	// DryRun decides and records everything and changes no Node.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+	// Paused: incidents are recorded but none starts.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// RemediationPolicyStatus is what the controller last saw.
+type RemediationPolicyStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// MatchedNodes is how many nodes the policy selects.
+	// +optional
+	MatchedNodes int32 `json:"matchedNodes,omitempty"`
+	// UnhealthyNodes is how many of them are unhealthy now.
+	// +optional
+	UnhealthyNodes int32 `json:"unhealthyNodes,omitempty"`
+	// InFlight is how many remediations are past Pending.
+	// +optional
+	InFlight int32 `json:"inFlight,omitempty"`
+	// BreakerOpen is true while UnhealthyNodes exceeds maxUnhealthy.
+	// +optional
+	BreakerOpen bool `json:"breakerOpen,omitempty"`
+	// Conditions: BreakerOpen, Conflicts.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RemediationPolicy decides which GPU nodes are repaired, when and how.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=rpol
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
+// +kubebuilder:printcolumn:name="DryRun",type=boolean,JSONPath=`.spec.dryRun`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.matchedNodes`
+// +kubebuilder:printcolumn:name="Unhealthy",type=integer,JSONPath=`.status.unhealthyNodes`
+// +kubebuilder:printcolumn:name="Breaker",type=boolean,JSONPath=`.status.breakerOpen`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RemediationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   RemediationPolicySpec   `json:"spec,omitempty"`
+	Status RemediationPolicyStatus `json:"status,omitempty"`
+}
+
+// RemediationPolicyList is a list of RemediationPolicy.
+// +kubebuilder:object:root=true
+type RemediationPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RemediationPolicy `json:"items"`
+}
+
+func init() { knownTypes = append(knownTypes, &RemediationPolicy{}, &RemediationPolicyList{}) }

@@ -1,0 +1,128 @@
+// Package karpenter replaces nodes that Karpenter launched by deleting the
+// NodeClaim that owns them: Karpenter then drains and terminates the
+// instance and, if pods need the capacity, launches a new one. Karpenter
+// has no reboot verb, so Reboot is unsupported; a policy for Karpenter nodes
+// goes straight to replace.
+//
+// NodeClaims are read as unstructured objects so that gpuheal does not pin
+// Karpenter's Go module (and its cloud SDKs) for three fields.
+package karpenter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/internal/provider"
+)
+
+// NodeClaimGVK is the Karpenter v1 NodeClaim (cluster-scoped).
+var NodeClaimGVK = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaim"}
+
+// Annotations written on the node before its NodeClaim is deleted. Once
+// Karpenter has removed the NodeClaim nothing else says the replace
+// happened, and a repeated call must not fail with ErrNotFound.
+const (
+	AnnotationReplaceToken     = "gpuheal.io/replace-token"
+	AnnotationReplaceNodeClaim = "gpuheal.io/replace-nodeclaim"
+)
+
+// Provider deletes NodeClaims.
+type Provider struct {
+	client client.Client
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a provider that reads and deletes NodeClaims through c. c
+// needs get/list/delete on nodeclaims.karpenter.sh and get/patch on nodes.
+func New(c client.Client) *Provider { return &Provider{client: c} }
+
+// Name is provider.Karpenter.
+func (p *Provider) Name() string { return provider.Karpenter }
+
+// Reboot is unsupported: Karpenter can only replace.
+func (p *Provider) Reboot(_ context.Context, node *corev1.Node, _ string) (string, error) {
+	return "", fmt.Errorf("rebooting node %s: Karpenter has no reboot, use replace: %w", node.Name, provider.ErrUnsupported)
+}
+
+// Replace deletes the NodeClaim that owns node. It returns the NodeClaim's
+// name as the request id; a NodeClaim already deleting or gone counts as
+// done, so a repeat is a no-op.
+func (p *Provider) Replace(ctx context.Context, node *corev1.Node, token string) (string, error) {
+	node = p.latest(ctx, node)
+	name, claim, err := p.find(ctx, node)
+	if err != nil {
+		return "", fmt.Errorf("replacing node %s: %w", node.Name, err)
+	}
+	if claim == nil || claim.GetDeletionTimestamp() != nil {
+		return name, nil
+	}
+	if err := p.record(ctx, node, name, token); err != nil {
+		return "", err
+	}
+	// The UID precondition keeps a stale lookup from deleting a newer
+	// NodeClaim that happens to reuse the name.
+	uid := claim.GetUID()
+	if err := p.client.Delete(ctx, claim, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return "", fmt.Errorf("deleting NodeClaim %s of node %s: %w", name, node.Name, err)
+	}
+	return name, nil
+}
+
+// Status reports the NodeClaim's lifecycle: absent is Gone, deleting is
+// Terminating, anything else Running.
+func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.InstanceStatus, error) {
+	name, claim, err := p.find(ctx, p.latest(ctx, node))
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		return provider.InstanceStatus{State: provider.StateGone, Detail: fmt.Sprintf("no NodeClaim owns node %s", node.Name)}, nil
+	case err != nil:
+		return provider.InstanceStatus{}, fmt.Errorf("status of node %s: %w", node.Name, err)
+	case claim == nil:
+		return provider.InstanceStatus{State: provider.StateGone, ID: name, Detail: "NodeClaim " + name + " is gone"}, nil
+	case claim.GetDeletionTimestamp() != nil:
+		return provider.InstanceStatus{State: provider.StateTerminating, ID: name, Detail: "NodeClaim " + name + " is being deleted"}, nil
+	}
+	return provider.InstanceStatus{State: provider.StateRunning, ID: name}, nil
+}
+
+// latest re-reads node so that annotations written by an earlier call are
+// seen even when the caller holds an older copy; a node already deleted
+// leaves the caller's copy as the best we know.
+func (p *Provider) latest(ctx context.Context, node *corev1.Node) *corev1.Node {
+	var fresh corev1.Node
+	if err := p.client.Get(ctx, client.ObjectKeyFromObject(node), &fresh); err != nil {
+		return node
+	}
+	return &fresh
+}
+
+// record notes on the node which NodeClaim this incident deletes.
+func (p *Provider) record(ctx context.Context, node *corev1.Node, name, token string) error {
+	if node.Annotations[AnnotationReplaceNodeClaim] == name && node.Annotations[AnnotationReplaceToken] == token {
+		return nil
+	}
+	base := node.DeepCopy()
+	patched := node.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[AnnotationReplaceNodeClaim] = name
+	patched.Annotations[AnnotationReplaceToken] = token
+	if err := p.client.Patch(ctx, patched, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("recording NodeClaim %s on node %s: %w", name, node.Name, err)
+	}
+	return nil
+}
+
+func newNodeClaim() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(NodeClaimGVK)
+	return u
+}

@@ -1,0 +1,210 @@
+package karpenter
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/internal/provider"
+	"github.com/gpuheal/gpuheal/internal/testenv"
+)
+
+// One control plane for the package; each subtest uses its own names.
+func TestKarpenter(t *testing.T) {
+	env := testenv.ForTest(t, testenv.Options{CRDDir: "testdata/crds"})
+	c := env.Client
+	p := New(c)
+
+	t.Run("replace by providerID deletes only the owner and repeats as a no-op", func(t *testing.T) {
+		ctx := testCtx(t)
+		n1 := createNode(t, c, "pid-a", "aws:///us-east-1a/i-0aaa", nil)
+		createNode(t, c, "pid-b", "aws:///us-east-1a/i-0bbb", nil)
+		createClaim(t, c, "claim-pid-a", map[string]any{"providerID": "aws:///us-east-1a/i-0aaa", "nodeName": "pid-a"}, nil)
+		createClaim(t, c, "claim-pid-b", map[string]any{"providerID": "aws:///us-east-1a/i-0bbb", "nodeName": "pid-b"}, nil)
+
+		if st, err := p.Status(ctx, n1); err != nil || st.State != provider.StateRunning || st.ID != "claim-pid-a" {
+			t.Fatalf("Status before = %+v, %v; want Running claim-pid-a", st, err)
+		}
+		id, err := p.Replace(ctx, n1, "inc-1")
+		if err != nil || id != "claim-pid-a" {
+			t.Fatalf("Replace = %q, %v; want claim-pid-a", id, err)
+		}
+		if claimExists(t, c, "claim-pid-a") {
+			t.Error("claim-pid-a still exists after Replace")
+		}
+		if !claimExists(t, c, "claim-pid-b") {
+			t.Error("claim-pid-b, which owns another node, was deleted")
+		}
+		// The caller's copy predates the annotations; Replace must still
+		// recognise its own earlier work.
+		id, err = p.Replace(ctx, n1, "inc-1")
+		if err != nil || id != "claim-pid-a" {
+			t.Fatalf("repeated Replace = %q, %v; want claim-pid-a, nil", id, err)
+		}
+		if got := claimNames(t, c, "claim-pid-"); len(got) != 1 || got[0] != "claim-pid-b" {
+			t.Errorf("NodeClaims after repeat = %v, want [claim-pid-b]", got)
+		}
+		var back corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: "pid-a"}, &back); err != nil {
+			t.Fatal(err)
+		}
+		if back.Annotations[AnnotationReplaceNodeClaim] != "claim-pid-a" || back.Annotations[AnnotationReplaceToken] != "inc-1" {
+			t.Errorf("node annotations = %v, want the NodeClaim and token recorded", back.Annotations)
+		}
+		if st, err := p.Status(ctx, n1); err != nil || st.State != provider.StateGone || st.ID != "claim-pid-a" {
+			t.Errorf("Status after = %+v, %v; want Gone claim-pid-a", st, err)
+		}
+	})
+
+	t.Run("replace falls back to status.nodeName", func(t *testing.T) {
+		ctx := testCtx(t)
+		n := createNode(t, c, "byname", "", nil)
+		createClaim(t, c, "claim-byname", map[string]any{"nodeName": "byname"}, nil)
+		createClaim(t, c, "claim-other", map[string]any{"nodeName": "other"}, nil)
+		id, err := p.Replace(ctx, n, "inc-2")
+		if err != nil || id != "claim-byname" {
+			t.Fatalf("Replace = %q, %v; want claim-byname", id, err)
+		}
+		if claimExists(t, c, "claim-byname") || !claimExists(t, c, "claim-other") {
+			t.Error("wrong NodeClaim deleted")
+		}
+	})
+
+	t.Run("replace falls back to the node's owner reference", func(t *testing.T) {
+		ctx := testCtx(t)
+		claim := createClaim(t, c, "claim-owner", nil, nil)
+		n := createNode(t, c, "owned", "aws:///us-east-1b/i-0ccc", []metav1.OwnerReference{{
+			APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: claim.GetName(), UID: claim.GetUID(),
+		}})
+		id, err := p.Replace(ctx, n, "inc-3")
+		if err != nil || id != "claim-owner" {
+			t.Fatalf("Replace = %q, %v; want claim-owner", id, err)
+		}
+		if claimExists(t, c, "claim-owner") {
+			t.Error("claim-owner still exists")
+		}
+	})
+
+	t.Run("a NodeClaim held by a finalizer is Terminating and not deleted twice", func(t *testing.T) {
+		ctx := testCtx(t)
+		n := createNode(t, c, "held", "aws:///us-east-1c/i-0ddd", nil)
+		createClaim(t, c, "claim-held", map[string]any{"providerID": "aws:///us-east-1c/i-0ddd"}, []string{"karpenter.sh/termination"})
+		for i := range 2 {
+			if id, err := p.Replace(ctx, n, "inc-4"); err != nil || id != "claim-held" {
+				t.Fatalf("Replace #%d = %q, %v", i+1, id, err)
+			}
+		}
+		if st, err := p.Status(ctx, n); err != nil || st.State != provider.StateTerminating || st.ID != "claim-held" {
+			t.Errorf("Status = %+v, %v; want Terminating claim-held", st, err)
+		}
+		// Karpenter would remove its finalizer after terminating the
+		// instance; then the NodeClaim is Gone.
+		_, claim, err := p.get(ctx, "claim-held")
+		if err != nil || claim == nil {
+			t.Fatalf("reading claim-held: %v, %v", claim, err)
+		}
+		claim.SetFinalizers(nil)
+		if err := c.Update(ctx, claim); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := p.Status(ctx, n); err != nil || st.State != provider.StateGone {
+			t.Errorf("Status after finalizer removed = %+v, %v; want Gone", st, err)
+		}
+	})
+
+	t.Run("no owner is ErrNotFound naming the node", func(t *testing.T) {
+		ctx := testCtx(t)
+		n := createNode(t, c, "orphan", "aws:///us-east-1a/i-0eee", nil)
+		before := claimNames(t, c, "")
+		_, err := p.Replace(ctx, n, "inc-5")
+		if !errors.Is(err, provider.ErrNotFound) || !strings.Contains(err.Error(), "orphan") {
+			t.Fatalf("Replace err = %v, want ErrNotFound naming orphan", err)
+		}
+		if after := claimNames(t, c, ""); len(after) != len(before) {
+			t.Errorf("NodeClaims changed from %v to %v", before, after)
+		}
+		if st, err := p.Status(ctx, n); err != nil || st.State != provider.StateGone || st.ID != "" {
+			t.Errorf("Status = %+v, %v; want Gone without an id", st, err)
+		}
+	})
+
+	t.Run("reboot is unsupported", func(t *testing.T) {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "any"}}
+		if _, err := p.Reboot(testCtx(t), n, "inc-6"); !errors.Is(err, provider.ErrUnsupported) {
+			t.Errorf("Reboot err = %v, want ErrUnsupported", err)
+		}
+		if p.Name() != provider.Karpenter {
+			t.Errorf("Name = %q", p.Name())
+		}
+	})
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func createNode(t *testing.T, c client.Client, name, providerID string, owners []metav1.OwnerReference) *corev1.Node {
+	t.Helper()
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners},
+		Spec:       corev1.NodeSpec{ProviderID: providerID},
+	}
+	if err := c.Create(testCtx(t), n); err != nil {
+		t.Fatalf("creating node %s: %v", name, err)
+	}
+	return n
+}
+
+// createClaim creates a NodeClaim and then sets its status, which the
+// status subresource ignores on create.
+func createClaim(t *testing.T, c client.Client, name string, status map[string]any, finalizers []string) *unstructured.Unstructured {
+	t.Helper()
+	ctx := testCtx(t)
+	u := newNodeClaim()
+	u.SetName(name)
+	u.SetFinalizers(finalizers)
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatalf("creating NodeClaim %s: %v", name, err)
+	}
+	if status != nil {
+		u.Object["status"] = status
+		if err := c.Status().Update(ctx, u); err != nil {
+			t.Fatalf("setting status of NodeClaim %s: %v", name, err)
+		}
+	}
+	return u
+}
+
+func claimExists(t *testing.T, c client.Client, name string) bool {
+	t.Helper()
+	_, claim, err := New(c).get(testCtx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claim != nil
+}
+
+func claimNames(t *testing.T, c client.Client, prefix string) []string {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(NodeClaimGVK.GroupVersion().WithKind("NodeClaimList"))
+	if err := c.List(testCtx(t), list); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, it := range list.Items {
+		if strings.HasPrefix(it.GetName(), prefix) {
+			out = append(out, it.GetName())
+		}
+	}
+	return out
+}

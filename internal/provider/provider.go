@@ -1,0 +1,119 @@
+// Package provider is the one interface through which the controller reboots
+// or replaces a node: the node's cloud or cluster manager (aws, karpenter,
+// clusterapi), a simulated cloud for tests and the demo (kwok), or none.
+//
+// Every call must be safe to repeat: the controller records that it is about
+// to act before it calls, and after a crash it calls again with the same
+// token. A provider therefore either passes the token to a cloud that
+// de-duplicates on it, or first looks whether the action already happened.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Names of the providers, as written in a RemediationPolicy.
+const (
+	AWS        = "aws"
+	Karpenter  = "karpenter"
+	ClusterAPI = "clusterapi"
+	Kwok       = "kwok"
+	None       = "none"
+)
+
+// Provider reboots and replaces nodes.
+type Provider interface {
+	// Name is one of the constants above.
+	Name() string
+	// Reboot asks for the node's machine to restart. token identifies the
+	// incident (the NodeRemediation's name) so a repeated call is
+	// recognised. It returns the provider's request id, if it has one.
+	Reboot(ctx context.Context, node *corev1.Node, token string) (requestID string, err error)
+	// Replace asks for the node's machine to be taken away and a new one
+	// to take its place. Repeating it for the same token must never cause
+	// a second replacement.
+	Replace(ctx context.Context, node *corev1.Node, token string) (requestID string, err error)
+	// Status reports what the provider knows of the node's machine.
+	Status(ctx context.Context, node *corev1.Node) (InstanceStatus, error)
+}
+
+// State is the lifecycle state of a machine as its provider sees it.
+type State string
+
+// States a provider reports.
+const (
+	StateUnknown     State = "Unknown"
+	StateRunning     State = "Running"
+	StateRebooting   State = "Rebooting"
+	StateTerminating State = "Terminating"
+	StateGone        State = "Gone"
+)
+
+// InstanceStatus is a provider's view of one machine.
+type InstanceStatus struct {
+	State State
+	// ID is the provider's name for the machine (EC2 instance id,
+	// NodeClaim or Machine name).
+	ID string
+	// Replacement names the node that replaces this one, when the
+	// provider can tell (kwok can; a cloud's auto scaling group cannot).
+	Replacement string
+	// Detail is free text for events and logs.
+	Detail string
+}
+
+// ErrUnsupported is returned by a provider that cannot do an action (none
+// cannot reboot or replace anything).
+var ErrUnsupported = errors.New("action not supported by this provider")
+
+// ErrNotFound says the provider has no machine for the node (for karpenter,
+// no NodeClaim owns it; for clusterapi, no Machine).
+var ErrNotFound = errors.New("no machine found for node")
+
+// Set picks a provider per node.
+type Set map[string]Provider
+
+// For returns the provider named by the policy; an empty name means "guess
+// from the node's providerID" (aws:///… → aws, kwok:// → kwok), falling back
+// to none.
+func (s Set) For(name string, node *corev1.Node) (Provider, error) {
+	if name == "" {
+		name = FromProviderID(node.Spec.ProviderID)
+	}
+	p, ok := s[name]
+	if !ok {
+		return nil, fmt.Errorf("provider %q is not configured in this controller (configured: %s)", name, s.names())
+	}
+	return p, nil
+}
+
+func (s Set) names() string {
+	var out []string
+	for n := range s {
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// FromProviderID guesses the provider from a node's spec.providerID scheme.
+func FromProviderID(id string) string {
+	scheme, _, ok := strings.Cut(id, "://")
+	if !ok {
+		return None
+	}
+	switch scheme {
+	case "aws":
+		return AWS
+	case "kwok":
+		return Kwok
+	}
+	return None
+}

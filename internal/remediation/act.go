@@ -1,0 +1,199 @@
+package remediation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/provider"
+)
+
+// maxProviderErrors is how many failed calls for one attempt end the
+// incident as Failed (each call already retries throttling inside the
+// provider).
+const maxProviderErrors = 5
+
+// drained starts the action: the phase (and attempt number) is recorded
+// before the provider is called, so a crash in between leads to the same
+// call with the same token, which providers treat as a repeat.
+func (r *remediationReconciler) drained(ctx context.Context, in *incident) (ctrl.Result, error) {
+	if done, res, err := r.cancelIfMoot(ctx, in); done {
+		return res, err
+	}
+	st := &in.nr.Status
+	switch st.Action {
+	case v1alpha1.ActionCordonOnly:
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "CordonOnly",
+			"node cordoned and drained and left for an operator, as the policy says")
+	case v1alpha1.ActionReplace:
+		st.Attempts++
+		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseReplacing, "Replacing",
+			"asking provider "+r.providerName(in)+" to replace the node")
+	default:
+		st.Attempts++
+		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseRebooting, "Rebooting",
+			"asking provider "+r.providerName(in)+" to reboot the node")
+	}
+}
+
+// requestAction calls the provider for the current attempt, once it has no
+// successful request on record.
+func (r *remediationReconciler) requestAction(ctx context.Context, in *incident) (ctrl.Result, error) {
+	st := &in.nr.Status
+	action := v1alpha1.ActionReboot
+	if st.Phase == v1alpha1.PhaseReplacing {
+		action = v1alpha1.ActionReplace
+	}
+	token := in.nr.Name + "-" + strconv.Itoa(int(st.Attempts))
+	errorsThisAttempt := 0
+	for _, req := range st.ProviderRequests {
+		if req.Action != action || req.Attempt != st.Attempts {
+			continue
+		}
+		if req.Error == "" {
+			return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, "Verifying",
+				fmt.Sprintf("%s requested (%s); waiting for the node to be Ready and healthy", action, req.RequestID))
+		}
+		errorsThisAttempt++
+	}
+	if in.node == nil {
+		if action == v1alpha1.ActionReplace { // it went before we asked: nothing to replace
+			return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, "NodeGone", "the node is already gone")
+		}
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "NodeDeleted", "the node no longer exists")
+	}
+	prov, err := r.providers.For(in.policy.Spec.Provider, in.node)
+	if err != nil {
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "NoProvider", err.Error()+"; the node stays cordoned")
+	}
+	var id string
+	if action == v1alpha1.ActionReplace {
+		id, err = prov.Replace(ctx, in.node, token)
+	} else {
+		id, err = prov.Reboot(ctx, in.node, token)
+	}
+	req := v1alpha1.ProviderRequest{Action: action, Attempt: st.Attempts, Provider: prov.Name(), Time: metav1.NewTime(r.clock.Now()), RequestID: id}
+	if err != nil {
+		req.Error = truncate(err.Error(), 1024)
+	}
+	if req.RequestID == "" {
+		req.RequestID = token
+	}
+	st.ProviderRequests = append(st.ProviderRequests, req)
+	switch {
+	case errors.Is(err, provider.ErrUnsupported):
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "Unsupported",
+			fmt.Sprintf("provider %s cannot %s this node: %v; the node stays cordoned for an operator", prov.Name(), action, err))
+	case err != nil && errorsThisAttempt+1 >= maxProviderErrors:
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "ProviderError",
+			fmt.Sprintf("%s failed %d times, last: %v; the node stays cordoned", action, errorsThisAttempt+1, err))
+	case err != nil:
+		if uerr := r.client.Status().Update(ctx, in.nr); uerr != nil {
+			return ctrl.Result{}, uerr
+		}
+		r.recorder.Eventf(in.nr, in.node, corev1.EventTypeWarning, "ProviderError", string(action), "%v", err)
+		return ctrl.Result{RequeueAfter: r.poll * 5}, nil
+	}
+	return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, "Verifying",
+		fmt.Sprintf("%s requested from %s (%s); waiting for the node to be Ready and healthy", action, prov.Name(), req.RequestID))
+}
+
+// verifying waits for the outcome: a rebooted node Ready and healthy again,
+// or the old node gone and its replacement Ready. A reboot that does not
+// heal in time escalates to a replacement.
+func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ctrl.Result, error) {
+	st := &in.nr.Status
+	e := in.policy.Spec.Escalation
+	since := r.clock.Since(enteredAt(in.nr, v1alpha1.PhaseVerifying))
+	if st.Action != v1alpha1.ActionReplace {
+		if in.node == nil {
+			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "NodeDeleted", "the node was deleted while rebooting")
+		}
+		if healthy, wait := r.healthyFor(in); healthy {
+			if err := r.uncordon(ctx, in); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "Recovered", "the node is Ready and healthy after the reboot; uncordoned")
+		} else if wait > 0 {
+			return ctrl.Result{RequeueAfter: min(wait, r.poll)}, nil
+		}
+		if since < e.RebootTimeout.Duration {
+			return ctrl.Result{RequeueAfter: r.poll}, nil
+		}
+		st.Action = v1alpha1.ActionReplace
+		st.Attempts++
+		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseReplacing, "RebootDidNotHeal",
+			fmt.Sprintf("the node was not Ready and healthy %s after the reboot; replacing it", e.RebootTimeout.Duration))
+	}
+	if in.node != nil {
+		if since > e.ReplaceTimeout.Duration {
+			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "ReplaceTimeout",
+				fmt.Sprintf("the node still exists %s after the replacement was requested", e.ReplaceTimeout.Duration))
+		}
+		return ctrl.Result{RequeueAfter: r.poll}, nil
+	}
+	replacement := st.Replacement
+	if replacement == "" {
+		if prov, err := r.providers.For(in.policy.Spec.Provider, &corev1.Node{}); err == nil {
+			stub := &corev1.Node{}
+			stub.Name = in.nr.Spec.NodeName
+			if s, err := prov.Status(ctx, stub); err == nil {
+				replacement = s.Replacement
+			}
+		}
+	}
+	if replacement == "" { // the cloud's group or provisioner brings a node we cannot name
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "Replaced", "the node was removed; its group or provisioner brings a new one")
+	}
+	if st.Replacement == "" {
+		st.Replacement = replacement
+		if err := r.client.Status().Update(ctx, in.nr); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	var n corev1.Node
+	if err := r.client.Get(ctx, types.NamespacedName{Name: replacement}, &n); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+	} else if nodeReady(&n) && in.policy.unhealthyNow(&n) == nil {
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "Replaced", "replacement node "+replacement+" is Ready and healthy")
+	}
+	if since > e.ReplaceTimeout.Duration {
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "ReplaceTimeout",
+			fmt.Sprintf("replacement node %s not Ready and healthy %s after the request", replacement, e.ReplaceTimeout.Duration))
+	}
+	return ctrl.Result{RequeueAfter: r.poll}, nil
+}
+
+// healthyFor reports whether the node is Ready, shows none of the policy's
+// unhealthy conditions, and has for the recovery hold; otherwise how long
+// until it would have (0 when it is not healthy at all).
+func (r *remediationReconciler) healthyFor(in *incident) (bool, time.Duration) {
+	if !nodeReady(in.node) {
+		return false, 0
+	}
+	since, ok := r.healthySince(in)
+	if !ok {
+		return false, 0
+	}
+	if ready := findCondition(in.node, string(corev1.NodeReady)); ready != nil && ready.LastTransitionTime.After(since) {
+		since = ready.LastTransitionTime.Time
+	}
+	wait := since.Add(in.policy.Spec.RecoveryHold.Duration).Sub(r.clock.Now())
+	return wait <= 0, max(wait, 0)
+}
+
+func nodeReady(n *corev1.Node) bool {
+	c := findCondition(n, string(corev1.NodeReady))
+	return c != nil && c.Status == corev1.ConditionTrue
+}

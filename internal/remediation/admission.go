@@ -1,0 +1,129 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+)
+
+// fleetView is a policy's nodes as last counted.
+type fleetView struct {
+	policy       string
+	matched      int
+	unhealthy    int
+	maxUnhealthy int
+	at           time.Time
+}
+
+func (v fleetView) breakerOpen() bool { return v.unhealthy > v.maxUnhealthy }
+
+func (v fleetView) breakerMessage() string {
+	return fmt.Sprintf("%d of %d nodes are unhealthy, more than maxUnhealthy (%d): no new remediation starts until the fleet recovers",
+		v.unhealthy, v.matched, v.maxUnhealthy)
+}
+
+// fleetCounter counts matched and unhealthy nodes per policy from the
+// cache. Counting 5,000 nodes for every held incident would cost seconds of
+// CPU, so a count is reused for maxAge.
+type fleetCounter struct {
+	client client.Reader
+	clock  clock.PassiveClock
+	maxAge time.Duration
+
+	mu    sync.Mutex
+	views map[string]fleetView
+}
+
+func (f *fleetCounter) view(ctx context.Context, p *policy) (fleetView, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v, ok := f.views[p.Name]; ok && f.clock.Since(v.at) < f.maxAge {
+		v.maxUnhealthy = p.maxUnhealthy(v.matched) // the policy may have changed
+		return v, nil
+	}
+	var nodes corev1.NodeList
+	if err := f.client.List(ctx, &nodes); err != nil {
+		return fleetView{}, fmt.Errorf("listing nodes: %w", err)
+	}
+	v := fleetView{policy: p.Name, at: f.clock.Now()}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if !p.matches(n) {
+			continue
+		}
+		v.matched++
+		if p.unhealthyNow(n) != nil {
+			v.unhealthy++
+		}
+	}
+	v.maxUnhealthy = p.maxUnhealthy(v.matched)
+	if f.views == nil {
+		f.views = map[string]fleetView{}
+	}
+	f.views[p.Name] = v
+	unhealthyNodes.WithLabelValues(p.Name).Set(float64(v.unhealthy))
+	breakerOpen.WithLabelValues(p.Name).Set(boolFloat(v.breakerOpen()))
+	return v, nil
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// slotCounter counts a policy's incidents in flight. The cache can lag our
+// own writes by a few milliseconds; incidents admitted here are counted
+// until the cache shows them, so a lagging cache can never let more than
+// maxParallel start. (A lagging cache can only over-count finished ones,
+// which errs on the safe side.)
+type slotCounter struct {
+	mu      sync.Mutex
+	pending map[string]map[string]bool // policy → incidents admitted, not yet seen active in the cache
+}
+
+// active counts the policy's incidents in flight. Admission calls it with
+// admitMu held, so its count and its own write cannot interleave with
+// another admission.
+func (s *slotCounter) active(ctx context.Context, c client.Reader, policy string) (int, error) {
+	var list v1alpha1.NodeRemediationList
+	if err := c.List(ctx, &list, client.MatchingLabels{PolicyLabel: policy}); err != nil {
+		return 0, fmt.Errorf("listing remediations of policy %s: %w", policy, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mine := s.pending[policy]
+	n := 0
+	for _, it := range list.Items {
+		switch {
+		case it.Status.Phase.Active():
+			n++
+			delete(mine, it.Name)
+		case it.Status.Phase.Terminal():
+			delete(mine, it.Name)
+		}
+	}
+	n += len(mine)
+	inFlight.WithLabelValues(policy).Set(float64(n))
+	return n, nil
+}
+
+func (s *slotCounter) admitted(policy, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == nil {
+		s.pending = map[string]map[string]bool{}
+	}
+	if s.pending[policy] == nil {
+		s.pending[policy] = map[string]bool{}
+	}
+	s.pending[policy][name] = true
+}

@@ -1,0 +1,169 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+)
+
+// podNodeField selects a node's pods on the API server, so draining one node
+// never needs a cache of every pod in the cluster.
+const podNodeField = "spec.nodeName"
+
+// drainPlan sorts a node's pods.
+type drainPlan struct {
+	evict    []*corev1.Pod // still to evict
+	leaving  int           // already terminating
+	blocked  []string      // pods the policy forbids evicting (emptyDir)
+	skipped  int           // DaemonSet and mirror pods, left in place
+	finished int           // Succeeded or Failed pods, nothing to move
+}
+
+func (p drainPlan) done() bool { return len(p.evict) == 0 && p.leaving == 0 && len(p.blocked) == 0 }
+
+func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (drainPlan, error) {
+	var pods corev1.PodList
+	if err := r.reader.List(ctx, &pods, client.MatchingFields{podNodeField: in.nr.Spec.NodeName}); err != nil {
+		return drainPlan{}, fmt.Errorf("listing pods of node %s: %w", in.nr.Spec.NodeName, err)
+	}
+	var plan drainPlan
+	allowEmptyDir := *in.policy.Spec.Drain.DeleteEmptyDirData
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		switch {
+		case isDaemonSetPod(pod) || pod.Annotations[corev1.MirrorPodAnnotationKey] != "":
+			plan.skipped++
+		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+			plan.finished++
+		case pod.DeletionTimestamp != nil:
+			plan.leaving++
+		case !allowEmptyDir && hasEmptyDir(pod):
+			plan.blocked = append(plan.blocked, pod.Namespace+"/"+pod.Name+" (emptyDir)")
+		default:
+			plan.evict = append(plan.evict, pod)
+		}
+	}
+	return plan, nil
+}
+
+func isDaemonSetPod(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+func hasEmptyDir(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// cordoned starts the drain.
+func (r *remediationReconciler) cordoned(ctx context.Context, in *incident) (ctrl.Result, error) {
+	if done, res, err := r.cancelIfMoot(ctx, in); done {
+		return res, err
+	}
+	return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseDraining, "Draining", "evicting pods through the Eviction API")
+}
+
+// draining evicts what is left, waits for pods to go, and applies the
+// policy's choice once the timeout has passed.
+func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctrl.Result, error) {
+	if done, res, err := r.cancelIfMoot(ctx, in); done {
+		return res, err
+	}
+	plan, err := r.planDrain(ctx, in)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if plan.done() {
+		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseDrained, "Drained",
+			fmt.Sprintf("%d pods evicted; %d DaemonSet or mirror pods left in place", len(in.nr.Status.EvictedPods), plan.skipped))
+	}
+	d := in.policy.Spec.Drain
+	overdue := r.clock.Since(enteredAt(in.nr, v1alpha1.PhaseDraining)) > d.Timeout.Duration
+	if overdue && d.OnTimeout == v1alpha1.DrainProceed {
+		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseDrained, "DrainTimeout",
+			fmt.Sprintf("drain timeout %s passed with %d pods left; proceeding as the policy says", d.Timeout.Duration, len(plan.evict)+plan.leaving+len(plan.blocked)))
+	}
+	force := overdue && d.OnTimeout == v1alpha1.DrainForceDelete
+	var refused []string
+	changed := false
+	for _, pod := range plan.evict {
+		key := pod.Namespace + "/" + pod.Name
+		err := r.removePod(ctx, pod, d.GracePeriodSeconds, force)
+		switch {
+		case err == nil:
+			in.nr.Status.EvictedPods = append(in.nr.Status.EvictedPods, key)
+			changed = true
+		case apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget says not now
+			refused = append(refused, key)
+		default:
+			return ctrl.Result{}, fmt.Errorf("evicting pod %s from node %s: %w", key, in.nr.Spec.NodeName, err)
+		}
+	}
+	if force {
+		for _, key := range plan.blocked { // emptyDir pods go too when forcing
+			ns, name, _ := strings.Cut(strings.TrimSuffix(key, " (emptyDir)"), "/")
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			if err := r.removePod(ctx, pod, d.GracePeriodSeconds, true); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting pod %s from node %s: %w", key, in.nr.Spec.NodeName, err)
+			}
+			in.nr.Status.EvictedPods = append(in.nr.Status.EvictedPods, ns+"/"+name)
+			changed = true
+		}
+	}
+	held := append(refused, plan.blocked...)
+	if len(held) > 0 {
+		msg := fmt.Sprintf("%d pods cannot leave yet: %s", len(held), strings.Join(firstN(held, 5), ", "))
+		if overdue {
+			msg += fmt.Sprintf("; drain timeout %s passed, waiting as the policy says", d.Timeout.Duration)
+		}
+		changed = r.setCondition(in, v1alpha1.ConditionDrainBlocked, metav1.ConditionTrue, "EvictionRefused", msg) || changed
+	} else {
+		changed = r.setCondition(in, v1alpha1.ConditionDrainBlocked, metav1.ConditionFalse, "Evicting", "evictions accepted") || changed
+	}
+	if changed {
+		if err := r.client.Status().Update(ctx, in.nr); err != nil {
+			return ctrl.Result{}, fmt.Errorf("recording evictions of %s: %w", in.nr.Name, err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: r.poll}, nil
+}
+
+// removePod evicts a pod through the Eviction API (PodDisruptionBudgets
+// apply), or deletes it outright when forcing.
+func (r *remediationReconciler) removePod(ctx context.Context, pod *corev1.Pod, grace *int64, force bool) error {
+	if force {
+		zero := int64(0)
+		return r.client.Delete(ctx, pod, &client.DeleteOptions{GracePeriodSeconds: &zero})
+	}
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+	if grace != nil {
+		ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: grace}
+	}
+	return r.client.SubResource("eviction").Create(ctx, pod, ev)
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
+	}
+	return s
+}

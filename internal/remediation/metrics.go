@@ -1,0 +1,40 @@
+package remediation
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// The controller's metrics, served by controller-runtime on :8080/metrics.
+var (
+	remediationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpuheal_remediations_total",
+		Help: "Incidents that ended, by action taken (None when none was) and result (Succeeded, Failed, Cancelled).",
+	}, []string{"action", "result"})
+	phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gpuheal_remediation_phase_duration_seconds",
+		Help:    "Time incidents spent in each phase.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
+	}, []string{"phase"})
+	unhealthyNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gpuheal_unhealthy_nodes",
+		Help: "Nodes of each policy that show one of its unhealthy conditions now.",
+	}, []string{"policy"})
+	breakerOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gpuheal_breaker_open",
+		Help: "1 while a policy's circuit breaker holds new remediations because more than maxUnhealthy nodes are unhealthy.",
+	}, []string{"policy"})
+	inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gpuheal_remediations_in_flight",
+		Help: "Incidents of each policy past Pending and not over.",
+	}, []string{"policy"})
+	timeToRecover = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gpuheal_time_to_recover_seconds",
+		Help:    "From the node condition turning unhealthy to the rebooted or replacement node being Ready and healthy.",
+		Buckets: []float64{30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600, 7200},
+	}, []string{"action"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, inFlight, timeToRecover)
+}

@@ -1,0 +1,206 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/provider"
+)
+
+// start decides the action for a new incident and records the decision.
+func (r *remediationReconciler) start(ctx context.Context, in *incident) error {
+	p, nr := in.policy, in.nr
+	action := p.chooseAction(nr.Spec.Trigger)
+	why := "by the policy's action rules"
+	if action == v1alpha1.ActionReboot {
+		items, err := incidentsOf(ctx, r.client, nr.Spec.NodeName)
+		if err != nil {
+			return err
+		}
+		if n := rebootsWithin(items, nr.Name, r.clock.Now().Add(-p.Spec.Escalation.Window.Duration)); n >= int(p.Spec.Escalation.RebootsBeforeReplace) {
+			action = v1alpha1.ActionReplace
+			why = fmt.Sprintf("escalated: rebooted %d times within %s", n, p.Spec.Escalation.Window.Duration)
+		}
+	}
+	nr.Status.Action = action
+	nr.Status.DryRun = p.Spec.DryRun
+	msg := fmt.Sprintf("%s=%s (%s): action %s %s, provider %s", nr.Spec.Trigger.Type, nr.Spec.Trigger.Status,
+		nr.Spec.Trigger.Reason, action, why, r.providerName(in))
+	return r.setPhase(ctx, in, v1alpha1.PhasePending, "Decided", msg)
+}
+
+// rebootsWithin counts the reboots requested for the node by its other
+// incidents since a moment.
+func rebootsWithin(items []v1alpha1.NodeRemediation, except string, since time.Time) int {
+	n := 0
+	for _, it := range items {
+		if it.Name == except {
+			continue
+		}
+		for _, req := range it.Status.ProviderRequests {
+			if req.Action == v1alpha1.ActionReboot && req.Error == "" && req.Time.After(since) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (r *remediationReconciler) providerName(in *incident) string {
+	if in.policy.Spec.Provider != "" {
+		return in.policy.Spec.Provider
+	}
+	if in.node != nil {
+		return provider.FromProviderID(in.node.Spec.ProviderID)
+	}
+	return provider.None
+}
+
+// pending holds the incident until it may start: the node must still be
+// unhealthy, not opted out, the policy neither paused nor in dry run, the
+// breaker closed and a parallel slot free. Then it cordons the node.
+func (r *remediationReconciler) pending(ctx context.Context, in *incident) (ctrl.Result, error) {
+	nr := in.nr
+	if done, res, err := r.cancelIfMoot(ctx, in); done {
+		return res, err
+	}
+	if nr.Status.Action == v1alpha1.ActionIgnore {
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "ActionIgnore", "the policy maps this problem to Ignore; recorded only")
+	}
+	if dup, err := r.olderOpenIncident(ctx, in); err != nil || dup != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "Duplicate", "incident "+dup+" is already open for this node")
+	}
+	p := in.policy
+	if p.Spec.DryRun {
+		return r.hold(ctx, in, v1alpha1.ConditionDryRun, metav1.ConditionTrue, "DryRun", r.dryRunPlan(ctx, in), 5*r.poll)
+	}
+	if nr.Status.DryRun { // the policy left dry run: this incident may act now
+		nr.Status.DryRun = false
+		r.setCondition(in, v1alpha1.ConditionDryRun, metav1.ConditionFalse, "DryRunEnded", "the policy is no longer in dry run")
+	}
+	if p.Spec.Paused {
+		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "Paused", "policy "+p.Name+" is paused", 5*r.poll)
+	}
+	r.admitMu.Lock()
+	defer r.admitMu.Unlock()
+	view, err := r.fleet.view(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if view.breakerOpen() {
+		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "BreakerOpen", view.breakerMessage(), 5*r.poll)
+	}
+	active, err := r.slots.active(ctx, r.client, p.Name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if limit := p.maxParallel(view.matched); active >= limit {
+		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "MaxParallel",
+			fmt.Sprintf("%d remediations in flight, maxParallel is %d", active, limit), r.poll)
+	}
+	if err := r.cordon(ctx, in); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.setCondition(in, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, "Admitted",
+		fmt.Sprintf("%d of %d nodes unhealthy; %d in flight", view.unhealthy, view.matched, active))
+	if err := r.setPhase(ctx, in, v1alpha1.PhaseCordoned, "Cordoned", "node cordoned and tainted "+UnhealthyTaint+":NoSchedule"); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.slots.admitted(p.Name, nr.Name)
+	return ctrl.Result{Requeue: true}, nil
+}
+
+// hold keeps the incident in Pending with a condition saying why, writing
+// only when the condition changed, and looks again after a while.
+func (r *remediationReconciler) hold(ctx context.Context, in *incident, cond string, s metav1.ConditionStatus, reason, msg string, after time.Duration) (ctrl.Result, error) {
+	if r.setCondition(in, cond, s, reason, msg) {
+		if err := r.client.Status().Update(ctx, in.nr); err != nil {
+			return ctrl.Result{}, fmt.Errorf("recording %s on %s: %w", reason, in.nr.Name, err)
+		}
+		r.recorder.Eventf(in.nr, nil, corev1.EventTypeNormal, reason, "Hold", "%s", msg)
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}
+
+// dryRunPlan says in words what the incident would do.
+func (r *remediationReconciler) dryRunPlan(ctx context.Context, in *incident) string {
+	evict := "the node's pods"
+	if in.node != nil {
+		if plan, err := r.planDrain(ctx, in); err == nil {
+			evict = fmt.Sprintf("%d pods (%d DaemonSet or mirror pods stay)", len(plan.evict), plan.skipped)
+		}
+	}
+	return fmt.Sprintf("would cordon %s, evict %s, then %s it through provider %s",
+		in.nr.Spec.NodeName, evict, in.nr.Status.Action, r.providerName(in))
+}
+
+// olderOpenIncident returns the name of another open incident of the same
+// node created before this one (a stale cache can let two be opened for
+// different conditions; the older one wins).
+func (r *remediationReconciler) olderOpenIncident(ctx context.Context, in *incident) (string, error) {
+	items, err := incidentsOf(ctx, r.reader, in.nr.Spec.NodeName)
+	if err != nil {
+		return "", err
+	}
+	for _, it := range items {
+		if it.Name == in.nr.Name || it.Status.Phase.Terminal() {
+			continue
+		}
+		if it.CreationTimestamp.Before(&in.nr.CreationTimestamp) ||
+			(it.CreationTimestamp.Equal(&in.nr.CreationTimestamp) && it.Name < in.nr.Name) {
+			return it.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// cancelIfMoot ends an incident that has not acted yet when its reason is
+// gone: the node was deleted, opted out, or recovered and stayed healthy for
+// the policy's recovery hold. A node we cordoned is uncordoned.
+func (r *remediationReconciler) cancelIfMoot(ctx context.Context, in *incident) (bool, ctrl.Result, error) {
+	switch {
+	case in.node == nil:
+		return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "NodeDeleted", "the node no longer exists")
+	case optedOut(in.node):
+		if err := r.uncordon(ctx, in); err != nil {
+			return true, ctrl.Result{}, err
+		}
+		return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "OptedOut", "node annotated "+OptOutAnnotation+"="+OptOutValue)
+	}
+	healthySince, healthy := r.healthySince(in)
+	if !healthy {
+		return false, ctrl.Result{}, nil
+	}
+	if wait := healthySince.Add(in.policy.Spec.RecoveryHold.Duration).Sub(r.clock.Now()); wait > 0 {
+		return true, ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := r.uncordon(ctx, in); err != nil {
+		return true, ctrl.Result{}, err
+	}
+	return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "Recovered",
+		fmt.Sprintf("the node recovered on its own and stayed healthy for %s", in.policy.Spec.RecoveryHold.Duration))
+}
+
+// healthySince reports whether the node shows none of the policy's
+// unhealthy conditions, and since when (the latest transition among them).
+func (r *remediationReconciler) healthySince(in *incident) (time.Time, bool) {
+	if in.node == nil || in.policy.unhealthyNow(in.node) != nil {
+		return time.Time{}, false
+	}
+	var since time.Time
+	for _, uc := range in.policy.Spec.UnhealthyConditions {
+		if c := findCondition(in.node, uc.Type); c != nil && c.LastTransitionTime.After(since) {
+			since = c.LastTransitionTime.Time
+		}
+	}
+	return since, true
+}

@@ -1,0 +1,202 @@
+package remediation
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+)
+
+// Annotations, labels and taints the controller reads or writes on Nodes.
+const (
+	// OptOutAnnotation=disabled keeps the controller away from a node.
+	OptOutAnnotation = "gpuheal.io/remediation"
+	OptOutValue      = "disabled"
+	// CordonedByAnnotation names the NodeRemediation that cordoned the
+	// node, so only our own cordon is ever undone.
+	CordonedByAnnotation = "gpuheal.io/cordoned-by"
+	// UnhealthyTaint keeps new pods off a node we cordoned; our agent
+	// tolerates it.
+	UnhealthyTaint = "gpuheal.io/unhealthy"
+)
+
+// The defaults of RemediationPolicySpec, also written in the CRD schema; a
+// policy read from a cache that predates a default still gets it here.
+var defaultUnhealthyConditions = []v1alpha1.UnhealthyCondition{
+	{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, For: metav1.Duration{Duration: 2 * time.Minute}},
+	{Type: string(corev1.NodeReady), Status: corev1.ConditionFalse, For: metav1.Duration{Duration: 10 * time.Minute}},
+	{Type: string(corev1.NodeReady), Status: corev1.ConditionUnknown, For: metav1.Duration{Duration: 10 * time.Minute}},
+}
+
+// policy is a RemediationPolicy with its defaults filled in and its
+// selector parsed once.
+type policy struct {
+	*v1alpha1.RemediationPolicy
+	selector labels.Selector
+}
+
+func newPolicy(p *v1alpha1.RemediationPolicy) (*policy, error) {
+	sel, err := metav1.LabelSelectorAsSelector(&p.Spec.NodeSelector)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: nodeSelector: %w", p.Name, err)
+	}
+	p = p.DeepCopy()
+	s := &p.Spec
+	if len(s.UnhealthyConditions) == 0 {
+		s.UnhealthyConditions = defaultUnhealthyConditions
+	}
+	e := &s.Escalation
+	if e.Window.Duration == 0 {
+		e.Window.Duration = 24 * time.Hour
+	}
+	if e.RebootTimeout.Duration == 0 {
+		e.RebootTimeout.Duration = 15 * time.Minute
+	}
+	if e.ReplaceTimeout.Duration == 0 {
+		e.ReplaceTimeout.Duration = 30 * time.Minute
+	}
+	if s.Drain.Timeout.Duration == 0 {
+		s.Drain.Timeout.Duration = 10 * time.Minute
+	}
+	if s.Drain.OnTimeout == "" {
+		s.Drain.OnTimeout = v1alpha1.DrainWait
+	}
+	if s.Drain.DeleteEmptyDirData == nil {
+		yes := true
+		s.Drain.DeleteEmptyDirData = &yes
+	}
+	if s.MaxUnhealthy == nil {
+		v := intstr.FromString("20%")
+		s.MaxUnhealthy = &v
+	}
+	if s.MaxParallel == nil {
+		v := intstr.FromInt32(1)
+		s.MaxParallel = &v
+	}
+	return &policy{RemediationPolicy: p, selector: sel}, nil
+}
+
+func (p *policy) matches(n *corev1.Node) bool { return p.selector.Matches(labels.Set(n.Labels)) }
+
+// maxUnhealthy is the most unhealthy nodes out of matched before the
+// breaker opens (percent rounds down: 20% of 4 nodes is 0, so one
+// unhealthy node of four is already too many).
+func (p *policy) maxUnhealthy(matched int) int {
+	return scaled(*p.Spec.MaxUnhealthy, matched, false)
+}
+
+// maxParallel is how many incidents may be in flight; at least 1, since a
+// policy that can never act is better expressed with paused.
+func (p *policy) maxParallel(matched int) int {
+	return max(1, scaled(*p.Spec.MaxParallel, matched, true))
+}
+
+func scaled(v intstr.IntOrString, total int, roundUp bool) int {
+	if v.Type == intstr.Int {
+		return int(v.IntVal)
+	}
+	var pct float64
+	if _, err := fmt.Sscanf(strings.TrimSuffix(v.StrVal, "%"), "%g", &pct); err != nil {
+		return 0 // the schema rejects such values; be conservative anyway
+	}
+	x := pct * float64(total) / 100
+	if roundUp {
+		return int(math.Ceil(x))
+	}
+	return int(math.Floor(x))
+}
+
+// unhealthyNow returns the first of the policy's unhealthy conditions that
+// the node shows at this moment, however briefly (for the breaker count), or
+// nil.
+func (p *policy) unhealthyNow(n *corev1.Node) *corev1.NodeCondition {
+	for _, uc := range p.Spec.UnhealthyConditions {
+		if c := findCondition(n, uc.Type); c != nil && c.Status == uc.Status {
+			return c
+		}
+	}
+	return nil
+}
+
+// unhealthyFor returns the condition that has held long enough to open an
+// incident; otherwise how long until the first one would (0 when none is
+// pending).
+func (p *policy) unhealthyFor(n *corev1.Node, now time.Time) (*corev1.NodeCondition, time.Duration) {
+	var wait time.Duration
+	for _, uc := range p.Spec.UnhealthyConditions {
+		c := findCondition(n, uc.Type)
+		if c == nil || c.Status != uc.Status {
+			continue
+		}
+		left := c.LastTransitionTime.Add(uc.For.Duration).Sub(now)
+		if left <= 0 {
+			return c, 0
+		}
+		if wait == 0 || left < wait {
+			wait = left
+		}
+	}
+	return nil, wait
+}
+
+func findCondition(n *corev1.Node, t string) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if string(n.Status.Conditions[i].Type) == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// recommendedAction reads the agent's advice from a condition message
+// ("…; recommended action: replace"); other agents don't give one.
+func recommendedAction(message string) string {
+	const marker = "recommended action: "
+	i := strings.LastIndex(message, marker)
+	if i < 0 {
+		return ""
+	}
+	rest := message[i+len(marker):]
+	if j := strings.IndexAny(rest, " ;,\n"); j >= 0 {
+		rest = rest[:j]
+	}
+	switch rest {
+	case "none", "restart-app", "reset-gpu", "reboot", "replace":
+		return rest
+	}
+	return ""
+}
+
+// chooseAction applies the policy's action rules to the trigger, then the
+// built-in mapping.
+func (p *policy) chooseAction(t v1alpha1.Trigger) v1alpha1.Action {
+	for _, r := range p.Spec.Actions {
+		if r.ConditionType != "" && r.ConditionType != t.Type {
+			continue
+		}
+		if r.Reason != "" && r.Reason != t.Reason {
+			continue
+		}
+		if r.RecommendedAction != "" && r.RecommendedAction != t.RecommendedAction {
+			continue
+		}
+		return r.Action
+	}
+	switch t.RecommendedAction {
+	case "replace":
+		return v1alpha1.ActionReplace
+	case "restart-app", "none":
+		return v1alpha1.ActionIgnore
+	}
+	return v1alpha1.ActionReboot
+}
+
+// optedOut reports whether the node carries gpuheal.io/remediation=disabled.
+func optedOut(n *corev1.Node) bool { return n.Annotations[OptOutAnnotation] == OptOutValue }

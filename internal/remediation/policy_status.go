@@ -1,0 +1,105 @@
+package remediation
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+)
+
+// policyStatusLoop keeps each policy's status (matched, unhealthy, in
+// flight, breaker) and the breaker metric current even when no incident is
+// waiting, and says with an Event when a breaker opens or closes.
+type policyStatusLoop struct {
+	client   client.Client
+	recorder events.EventRecorder
+	fleet    *fleetCounter
+	slots    *slotCounter
+	every    time.Duration
+}
+
+// NeedLeaderElection: only the leader writes status.
+func (l *policyStatusLoop) NeedLeaderElection() bool { return true }
+
+func (l *policyStatusLoop) Start(ctx context.Context) error {
+	t := time.NewTicker(l.every)
+	defer t.Stop()
+	for {
+		l.refresh(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (l *policyStatusLoop) refresh(ctx context.Context) {
+	var list v1alpha1.RemediationPolicyList
+	if err := l.client.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "listing policies")
+		return
+	}
+	for i := range list.Items {
+		if err := l.refreshOne(ctx, &list.Items[i]); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "updating policy status", "policy", list.Items[i].Name)
+		}
+	}
+}
+
+func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.RemediationPolicy) error {
+	p, err := newPolicy(obj)
+	if err != nil {
+		return err
+	}
+	view, err := l.fleet.view(ctx, p)
+	if err != nil {
+		return err
+	}
+	active, err := l.slots.active(ctx, l.client, p.Name)
+	if err != nil {
+		return err
+	}
+	orig := obj.DeepCopy()
+	st := &obj.Status
+	wasOpen := st.BreakerOpen
+	st.ObservedGeneration = obj.Generation
+	st.MatchedNodes, st.UnhealthyNodes, st.InFlight = int32(view.matched), int32(view.unhealthy), int32(active)
+	st.BreakerOpen = view.breakerOpen()
+	cond := metav1.Condition{Type: "BreakerOpen", Status: metav1.ConditionFalse, Reason: "WithinLimit",
+		Message: "unhealthy nodes within maxUnhealthy", ObservedGeneration: obj.Generation}
+	if st.BreakerOpen {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "TooManyUnhealthy", view.breakerMessage()
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	if equalStatus(orig.Status, obj.Status) {
+		return nil
+	}
+	if err := l.client.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+		return err
+	}
+	switch {
+	case st.BreakerOpen && !wasOpen:
+		l.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "BreakerOpened", "Hold", "%s", view.breakerMessage())
+	case !st.BreakerOpen && wasOpen:
+		l.recorder.Eventf(obj, nil, corev1.EventTypeNormal, "BreakerClosed", "Resume",
+			"%d of %d nodes unhealthy, within maxUnhealthy (%d): remediation resumes", view.unhealthy, view.matched, view.maxUnhealthy)
+	}
+	return nil
+}
+
+func equalStatus(a, b v1alpha1.RemediationPolicyStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.MatchedNodes != b.MatchedNodes ||
+		a.UnhealthyNodes != b.UnhealthyNodes || a.InFlight != b.InFlight || a.BreakerOpen != b.BreakerOpen {
+		return false
+	}
+	ca, cb := meta.FindStatusCondition(a.Conditions, "BreakerOpen"), meta.FindStatusCondition(b.Conditions, "BreakerOpen")
+	return ca != nil && cb != nil && ca.Status == cb.Status && ca.Message == cb.Message
+}

@@ -1,0 +1,184 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/provider"
+)
+
+// remediationReconciler drives each NodeRemediation through its phases.
+// Every step is idempotent and its outcome is written to the object's status
+// (with optimistic concurrency) before the next step starts, so whichever
+// controller reconciles next resumes exactly where the last one stopped.
+type remediationReconciler struct {
+	client    client.Client
+	reader    client.Reader // uncached: admission counts and pod lists
+	recorder  events.EventRecorder
+	clock     clock.PassiveClock
+	providers provider.Set
+	// poll is how soon a waiting step (drain, verify, admission) looks again.
+	poll time.Duration
+
+	// admitMu serialises admission so that two incidents can never both
+	// take the last parallel slot.
+	admitMu sync.Mutex
+	fleet   *fleetCounter
+	slots   slotCounter
+}
+
+// incident is what one reconcile works on.
+type incident struct {
+	nr     *v1alpha1.NodeRemediation
+	node   *corev1.Node // nil when the node no longer exists
+	policy *policy
+}
+
+func (r *remediationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		// Someone (often our own previous write, not yet in the cache)
+		// changed the object: start over from the fresh version.
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return res, err
+}
+
+func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var nr v1alpha1.NodeRemediation
+	if err := r.client.Get(ctx, req.NamespacedName, &nr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if nr.Status.Phase.Terminal() {
+		return ctrl.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", nr.Spec.NodeName, "phase", nr.Status.Phase))
+	in := &incident{nr: &nr}
+	var node corev1.Node
+	switch err := r.client.Get(ctx, types.NamespacedName{Name: nr.Spec.NodeName}, &node); {
+	case err == nil:
+		in.node = &node
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
+	}
+	var pol v1alpha1.RemediationPolicy
+	switch err := r.client.Get(ctx, types.NamespacedName{Name: nr.Spec.PolicyName}, &pol); {
+	case apierrors.IsNotFound(err):
+		if nr.Status.Phase == "" || nr.Status.Phase == v1alpha1.PhasePending {
+			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "PolicyDeleted",
+				fmt.Sprintf("policy %s no longer exists", nr.Spec.PolicyName))
+		}
+		// An incident already under way is finished under the defaults
+		// rather than abandoned with the node cordoned.
+		pol = v1alpha1.RemediationPolicy{ObjectMeta: metav1.ObjectMeta{Name: nr.Spec.PolicyName}}
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	p, err := newPolicy(&pol)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in.policy = p
+
+	switch nr.Status.Phase {
+	case "":
+		return ctrl.Result{}, r.start(ctx, in)
+	case v1alpha1.PhasePending:
+		return r.pending(ctx, in)
+	case v1alpha1.PhaseCordoned:
+		return r.cordoned(ctx, in)
+	case v1alpha1.PhaseDraining:
+		return r.draining(ctx, in)
+	case v1alpha1.PhaseDrained:
+		return r.drained(ctx, in)
+	case v1alpha1.PhaseRebooting, v1alpha1.PhaseReplacing:
+		return r.requestAction(ctx, in)
+	case v1alpha1.PhaseVerifying:
+		return r.verifying(ctx, in)
+	}
+	return ctrl.Result{}, fmt.Errorf("remediation %s: unknown phase %q", nr.Name, nr.Status.Phase)
+}
+
+// setPhase records entering a phase. The write carries the object's
+// resourceVersion: if another writer got there first it fails with a
+// conflict and the reconcile starts over from the fresh object.
+func (r *remediationReconciler) setPhase(ctx context.Context, in *incident, phase v1alpha1.Phase, reason, message string) error {
+	st := &in.nr.Status
+	now := metav1.NewTime(r.clock.Now())
+	prev := st.Phase
+	var prevSince time.Time
+	if n := len(st.Phases); n > 0 {
+		prevSince = st.Phases[n-1].Time.Time
+	}
+	st.Phase, st.Reason, st.Message = phase, reason, message
+	st.Phases = append(st.Phases, v1alpha1.PhaseTransition{Phase: phase, Time: now, Message: truncate(message, 512)})
+	if err := r.client.Status().Update(ctx, in.nr); err != nil {
+		return fmt.Errorf("recording phase %s of %s: %w", phase, in.nr.Name, err)
+	}
+	if prev != "" && !prevSince.IsZero() {
+		phaseDuration.WithLabelValues(string(prev)).Observe(now.Sub(prevSince).Seconds())
+	}
+	log.FromContext(ctx).Info("phase", "remediation", in.nr.Name, "to", phase, "reason", reason, "message", message)
+	eventType := corev1.EventTypeNormal
+	if phase == v1alpha1.PhaseFailed {
+		eventType = corev1.EventTypeWarning
+	}
+	if in.node == nil {
+		r.recorder.Eventf(in.nr, nil, eventType, reason, string(phase), "%s", message)
+		return nil
+	}
+	r.recorder.Eventf(in.nr, in.node, eventType, reason, string(phase), "%s", message)
+	if phase != v1alpha1.PhaseDraining && phase != v1alpha1.PhaseDrained {
+		r.recorder.Eventf(in.node, in.nr, eventType, "Remediation"+string(phase), string(phase), "%s: %s", in.nr.Name, message)
+	}
+	return nil
+}
+
+// finish ends the incident and counts it.
+func (r *remediationReconciler) finish(ctx context.Context, in *incident, phase v1alpha1.Phase, reason, message string) error {
+	if err := r.setPhase(ctx, in, phase, reason, message); err != nil {
+		return err
+	}
+	action := string(in.nr.Status.Action)
+	if action == "" {
+		action = "None"
+	}
+	remediationsTotal.WithLabelValues(action, string(phase)).Inc()
+	if phase == v1alpha1.PhaseSucceeded && in.nr.Status.Attempts > 0 {
+		timeToRecover.WithLabelValues(action).Observe(r.clock.Since(in.nr.Spec.Trigger.Since.Time).Seconds())
+	}
+	return nil
+}
+
+// setCondition updates a status condition in memory; it reports whether
+// anything changed so callers write only when needed.
+func (r *remediationReconciler) setCondition(in *incident, t string, s metav1.ConditionStatus, reason, msg string) bool {
+	return meta.SetStatusCondition(&in.nr.Status.Conditions, metav1.Condition{
+		Type: t, Status: s, Reason: reason, Message: truncate(msg, 1024),
+		ObservedGeneration: in.nr.Generation, LastTransitionTime: metav1.NewTime(r.clock.Now()),
+	})
+}
+
+// enteredAt is when the incident last entered phase (zero if never).
+func enteredAt(nr *v1alpha1.NodeRemediation, phase v1alpha1.Phase) time.Time {
+	for i := len(nr.Status.Phases) - 1; i >= 0; i-- {
+		if nr.Status.Phases[i].Phase == phase {
+			return nr.Status.Phases[i].Time.Time
+		}
+	}
+	return time.Time{}
+}

@@ -1,0 +1,166 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/provider"
+)
+
+// ControllerOptions configures the reconcilers.
+type ControllerOptions struct {
+	// Providers the policies may name.
+	Providers provider.Set
+	// Clock; nil means the real one.
+	Clock clock.Clock
+	// Poll is how soon waiting steps look again (default 2s).
+	Poll time.Duration
+	// Workers per controller (default 4).
+	Workers int
+	// Name for events and logs.
+	Name string
+}
+
+// Setup registers the incident opener, the remediation state machine and
+// the policy status loop with the manager.
+func Setup(mgr manager.Manager, o ControllerOptions) error {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Poll <= 0 {
+		o.Poll = 2 * time.Second
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Name == "" {
+		o.Name = "gpuheal-controller"
+	}
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.NodeRemediation{}, nodeNameField, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.NodeRemediation).Spec.NodeName}
+	}); err != nil {
+		return fmt.Errorf("indexing remediations by node: %w", err)
+	}
+	recorder := mgr.GetEventRecorder(o.Name)
+	c := mgr.GetClient()
+
+	nodes := &nodeReconciler{client: c, recorder: recorder, clock: o.Clock, conflicts: map[string]string{}}
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("node").
+		For(&corev1.Node{}, builder.WithPredicates(nodeHealthChanged())).
+		Watches(&v1alpha1.RemediationPolicy{}, handler.EnqueueRequestsFromMapFunc(allNodes(c))).
+		Watches(&v1alpha1.NodeRemediation{}, handler.EnqueueRequestsFromMapFunc(nodeOfIncident)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		Complete(nodes)
+	if err != nil {
+		return fmt.Errorf("setting up node controller: %w", err)
+	}
+
+	fleet := &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second}
+	rems := &remediationReconciler{
+		client: c, reader: mgr.GetAPIReader(), recorder: recorder, clock: o.Clock,
+		providers: o.Providers, poll: o.Poll, fleet: fleet,
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("noderemediation").
+		For(&v1alpha1.NodeRemediation{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(incidentsOfNode(c)), builder.WithPredicates(nodeHealthChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		Complete(rems)
+	if err != nil {
+		return fmt.Errorf("setting up remediation controller: %w", err)
+	}
+	return mgr.Add(&policyStatusLoop{client: c, recorder: recorder, fleet: fleet, slots: &rems.slots, every: 5 * o.Poll})
+}
+
+// nodeHealthChanged passes node updates that matter here (conditions,
+// labels, annotations, cordon, taints) and drops kubelet heartbeats, which
+// on a large fleet are most updates.
+func nodeHealthChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*corev1.Node)
+			n, ok2 := e.ObjectNew.(*corev1.Node)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+				!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+				o.Spec.Unschedulable != n.Spec.Unschedulable ||
+				!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
+				conditionsChanged(o.Status.Conditions, n.Status.Conditions)
+		},
+	}
+}
+
+func conditionsChanged(a, b []corev1.NodeCondition) bool {
+	if len(a) != len(b) {
+		return true
+	}
+	seen := make(map[corev1.NodeConditionType]corev1.NodeCondition, len(a))
+	for _, c := range a {
+		seen[c.Type] = c
+	}
+	for _, c := range b {
+		o, ok := seen[c.Type]
+		if !ok || o.Status != c.Status || o.Reason != c.Reason || !o.LastTransitionTime.Equal(&c.LastTransitionTime) {
+			return true
+		}
+	}
+	return false
+}
+
+func allNodes(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list corev1.NodeList
+		if err := c.List(ctx, &list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}}
+		}
+		return out
+	}
+}
+
+func nodeOfIncident(_ context.Context, o client.Object) []reconcile.Request {
+	nr, ok := o.(*v1alpha1.NodeRemediation)
+	if !ok || !nr.Status.Phase.Terminal() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nr.Spec.NodeName}}}
+}
+
+func incidentsOfNode(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list v1alpha1.NodeRemediationList
+		if err := c.List(ctx, &list, client.MatchingFields{nodeNameField: o.GetName()}); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, nr := range list.Items {
+			if !nr.Status.Phase.Terminal() {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nr.Name}})
+			}
+		}
+		return out
+	}
+}
