@@ -78,7 +78,7 @@ func (h *harness) addNodes(prefix string, n int) []string {
 // controllerConfig tunes one controller process of a test.
 type controllerConfig struct {
 	leaderElection bool
-	wrap           func(client.Client) client.Client
+	wrap           func(client.WithWatch) client.Client
 	kwok           kwok.Options
 }
 
@@ -107,8 +107,9 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 		h.t.Fatal(err)
 	}
 	err = Setup(mgr, ControllerOptions{
-		Providers: provider.Set{provider.Kwok: sim, provider.None: none.New()},
-		Poll:      200 * time.Millisecond,
+		Providers:          provider.Set{provider.Kwok: sim, provider.None: none.New()},
+		Poll:               200 * time.Millisecond,
+		SkipNameValidation: true,
 	})
 	if err != nil {
 		h.t.Fatal(err)
@@ -285,7 +286,7 @@ func (h *harness) blockingPDB(ns, name string, labels map[string]string) {
 	one := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}},
 	}
 	h.create(pdb)
 	pdb.Status = policyv1.PodDisruptionBudgetStatus{

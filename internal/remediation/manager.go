@@ -43,7 +43,7 @@ type ManagerOptions struct {
 	RestConfig *rest.Config
 	// WrapClient, when set, wraps the manager's client (tests inject API
 	// errors with controller-runtime's interceptor).
-	WrapClient func(client.Client) client.Client
+	WrapClient func(client.WithWatch) client.Client
 }
 
 // NewManager builds the manager: leader election on a Lease (released on
@@ -79,9 +79,12 @@ func NewManager(opts ManagerOptions) (manager.Manager, error) {
 			&corev1.Node{}: {Label: nodeSel},
 		}},
 		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
-			c, err := client.New(cfg, o)
-			if err != nil || opts.WrapClient == nil {
-				return c, err
+			if opts.WrapClient == nil {
+				return client.New(cfg, o)
+			}
+			c, err := client.NewWithWatch(cfg, o)
+			if err != nil {
+				return nil, err
 			}
 			return opts.WrapClient(c), nil
 		},

@@ -35,6 +35,9 @@ type ControllerOptions struct {
 	Workers int
 	// Name for events and logs.
 	Name string
+	// SkipNameValidation lets one process run several controllers with the
+	// same names (tests that restart or replicate the controller).
+	SkipNameValidation bool
 }
 
 // Setup registers the incident opener, the remediation state machine and
@@ -67,7 +70,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		For(&corev1.Node{}, builder.WithPredicates(nodeHealthChanged())).
 		Watches(&v1alpha1.RemediationPolicy{}, handler.EnqueueRequestsFromMapFunc(allNodes(c))).
 		Watches(&v1alpha1.NodeRemediation{}, handler.EnqueueRequestsFromMapFunc(nodeOfIncident)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, SkipNameValidation: &o.SkipNameValidation}).
 		Complete(nodes)
 	if err != nil {
 		return fmt.Errorf("setting up node controller: %w", err)
@@ -82,7 +85,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		Named("noderemediation").
 		For(&v1alpha1.NodeRemediation{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(incidentsOfNode(c)), builder.WithPredicates(nodeHealthChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, SkipNameValidation: &o.SkipNameValidation}).
 		Complete(rems)
 	if err != nil {
 		return fmt.Errorf("setting up remediation controller: %w", err)
