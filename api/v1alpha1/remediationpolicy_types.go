@@ -83,21 +83,21 @@ type Escalation struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 24h"
 	// +optional
-	Window metav1.Duration `json:"window,omitempty"`
+	Window *metav1.Duration `json:"window,omitempty"`
 	// RebootTimeout: a rebooted node that is not Ready and healthy within
 	// this time is replaced.
 	// +kubebuilder:default="15m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 15m"
 	// +optional
-	RebootTimeout metav1.Duration `json:"rebootTimeout,omitempty"`
+	RebootTimeout *metav1.Duration `json:"rebootTimeout,omitempty"`
 	// ReplaceTimeout: how long a replacement may take before the incident
 	// is marked Failed.
 	// +kubebuilder:default="30m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 30m"
 	// +optional
-	ReplaceTimeout metav1.Duration `json:"replaceTimeout,omitempty"`
+	ReplaceTimeout *metav1.Duration `json:"replaceTimeout,omitempty"`
 }
 
 // DrainSpec says how pods leave the node. Pods are always evicted through
@@ -109,7 +109,7 @@ type DrainSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 10m"
 	// +optional
-	Timeout metav1.Duration `json:"timeout,omitempty"`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// OnTimeout: Wait, ForceDelete or Proceed.
 	// +kubebuilder:default=Wait
 	// +optional
@@ -179,7 +179,7 @@ type RemediationPolicySpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a non-negative duration such as 1m"
 	// +optional
-	RecoveryHold metav1.Duration `json:"recoveryHold,omitempty"`
+	RecoveryHold *metav1.Duration `json:"recoveryHold,omitempty"`
 	// DryRun decides and records everything and changes no Node.
 	// +optional
 	DryRun bool `json:"dryRun,omitempty"`

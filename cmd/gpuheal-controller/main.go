@@ -32,6 +32,6 @@ func run(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting gpuheal-controller", "leaderElection", opts.manager.LeaderElection)
-	return remediation.Run(ctx, opts.manager)
+	log.Info("starting gpuheal-controller", "leaderElection", opts.run.Manager.LeaderElection, "providers", opts.run.Providers.Enabled)
+	return remediation.Run(ctx, opts.run)
 }

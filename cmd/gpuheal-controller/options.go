@@ -12,24 +12,36 @@ import (
 )
 
 type options struct {
-	log     logging.Options
-	manager remediation.ManagerOptions
+	log logging.Options
+	run remediation.RunOptions
 }
 
 // parseOptions reads flags, then GPUHEAL_* variables for flags not given,
 // and validates the result once.
 func parseOptions(args []string) (*options, error) {
 	o := &options{}
+	m, c, p := &o.run.Manager, &o.run.Controllers, &o.run.Providers
+	var providers string
 	fs := pflag.NewFlagSet("gpuheal-controller", pflag.ContinueOnError)
 	fs.StringVar(&o.log.Format, "log-format", "json", "log format: json or text")
 	fs.StringVar(&o.log.Level, "log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&o.manager.Kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, then $KUBECONFIG)")
-	fs.StringVar(&o.manager.MetricsAddress, "metrics-address", ":8080", "address of the Prometheus metrics endpoint")
-	fs.StringVar(&o.manager.HealthAddress, "health-address", ":8081", "address of /healthz and /readyz")
-	fs.BoolVar(&o.manager.LeaderElection, "leader-elect", true, "elect a leader through a Lease so that only one replica acts")
-	fs.StringVar(&o.manager.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease (default: the pod's namespace)")
-	fs.StringVar(&o.manager.LeaderElectionID, "leader-election-id", "gpuheal-controller", "name of the leader Lease")
-	fs.DurationVar(&o.manager.GracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "how long running steps may take to finish on shutdown")
+	fs.StringVar(&m.Kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, then $KUBECONFIG)")
+	fs.StringVar(&m.MetricsAddress, "metrics-address", ":8080", "address of the Prometheus metrics endpoint")
+	fs.StringVar(&m.HealthAddress, "health-address", ":8081", "address of /healthz and /readyz")
+	fs.BoolVar(&m.LeaderElection, "leader-elect", true, "elect a leader through a Lease so that only one replica acts")
+	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease (default: the pod's namespace)")
+	fs.StringVar(&m.LeaderElectionID, "leader-election-id", "gpuheal-controller", "name of the leader Lease")
+	fs.DurationVar(&m.GracefulShutdown, "graceful-shutdown-timeout", 30*time.Second, "how long running steps may take to finish on shutdown")
+	fs.Float32Var(&m.QPS, "kube-api-qps", 100, "API requests per second the controller may make")
+	fs.IntVar(&m.Burst, "kube-api-burst", 200, "API request burst the controller may make")
+	fs.StringVar(&m.NodeSelector, "node-selector", remediation.DefaultNodeSelector, "label selector of the nodes to watch (only these are cached)")
+	fs.DurationVar(&c.Poll, "poll-interval", remediation.DefaultPoll, "how often waiting steps (drains, verification, held incidents) look again")
+	fs.IntVar(&c.Workers, "workers", 8, "concurrent reconciles per controller")
+	fs.StringVar(&providers, "providers", "aws,karpenter,clusterapi,none", "providers policies may use; kwok (a simulated cloud that deletes and creates Node objects) only for tests and the demo")
+	fs.DurationVar(&p.Kwok.BootDelay, "kwok-boot-delay", 90*time.Second, "kwok provider: how long a replacement node takes to boot")
+	fs.DurationVar(&p.Kwok.RebootDelay, "kwok-reboot-delay", 30*time.Second, "kwok provider: how long a reboot keeps a node NotReady")
+	fs.StringVar(&p.AWSEC2Endpoint, "aws-ec2-endpoint", "", "aws provider: EC2 endpoint URL (default: the region's public endpoint)")
+	fs.StringVar(&p.AWSAutoScalingEndpoint, "aws-autoscaling-endpoint", "", "aws provider: Auto Scaling endpoint URL (default: the region's public endpoint)")
 	flagenv.Usage(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -43,8 +55,15 @@ func parseOptions(args []string) (*options, error) {
 	if _, err := logging.ParseLevel(o.log.Level); err != nil {
 		return nil, err
 	}
-	if o.manager.GracefulShutdown <= 0 {
-		return nil, fmt.Errorf("--graceful-shutdown-timeout %v: must be positive", o.manager.GracefulShutdown)
+	if m.GracefulShutdown <= 0 {
+		return nil, fmt.Errorf("--graceful-shutdown-timeout %v: must be positive", m.GracefulShutdown)
+	}
+	if c.Poll <= 0 || c.Workers <= 0 {
+		return nil, fmt.Errorf("--poll-interval %v and --workers %d: must be positive", c.Poll, c.Workers)
+	}
+	var err error
+	if p.Enabled, err = remediation.ParseProviders(providers); err != nil {
+		return nil, fmt.Errorf("--providers: %w", err)
 	}
 	return o, nil
 }

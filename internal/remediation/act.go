@@ -36,13 +36,18 @@ func (r *remediationReconciler) drained(ctx context.Context, in *incident) (ctrl
 			"node cordoned and drained and left for an operator, as the policy says")
 	case v1alpha1.ActionReplace:
 		st.Attempts++
-		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseReplacing, "Replacing",
-			"asking provider "+r.providerName(in)+" to replace the node")
+		if err := r.setPhase(ctx, in, v1alpha1.PhaseReplacing, "Replacing",
+			"asking provider "+r.providerName(in)+" to replace the node"); err != nil {
+			return ctrl.Result{}, err
+		}
 	default:
 		st.Attempts++
-		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseRebooting, "Rebooting",
-			"asking provider "+r.providerName(in)+" to reboot the node")
+		if err := r.setPhase(ctx, in, v1alpha1.PhaseRebooting, "Rebooting",
+			"asking provider "+r.providerName(in)+" to reboot the node"); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
+	return r.requestAction(ctx, in)
 }
 
 // requestAction calls the provider for the current attempt, once it has no

@@ -81,8 +81,8 @@ func boolFloat(b bool) float64 {
 }
 
 // slotCounter counts a policy's incidents in flight. The cache can lag our
-// own writes by a few milliseconds; incidents admitted here are counted
-// until the cache shows them, so a lagging cache can never let more than
+// own writes by a few milliseconds; incidents admitted (reserved) here are
+// counted until the cache shows them, so a lagging cache can never let more than
 // maxParallel start. (A lagging cache can only over-count finished ones,
 // which errs on the safe side.)
 type slotCounter struct {
@@ -90,9 +90,10 @@ type slotCounter struct {
 	pending map[string]map[string]bool // policy → incidents admitted, not yet seen active in the cache
 }
 
-// active counts the policy's incidents in flight. Admission calls it with
-// admitMu held, so its count and its own write cannot interleave with
-// another admission.
+// active counts the policy's incidents in flight, including those reserved
+// here and not yet seen active in the cache. Admission calls it with
+// admitMu held and reserves before releasing it, so two admissions can never
+// both take the last slot.
 func (s *slotCounter) active(ctx context.Context, c client.Reader, policy string) (int, error) {
 	var list v1alpha1.NodeRemediationList
 	if err := c.List(ctx, &list, client.MatchingLabels{PolicyLabel: policy}); err != nil {
@@ -126,4 +127,11 @@ func (s *slotCounter) admitted(policy, name string) {
 		s.pending[policy] = map[string]bool{}
 	}
 	s.pending[policy][name] = true
+}
+
+// release gives back a slot reserved for an incident that did not start.
+func (s *slotCounter) release(policy, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending[policy], name)
 }

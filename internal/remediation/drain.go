@@ -78,7 +78,10 @@ func (r *remediationReconciler) cordoned(ctx context.Context, in *incident) (ctr
 	if done, res, err := r.cancelIfMoot(ctx, in); done {
 		return res, err
 	}
-	return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseDraining, "Draining", "evicting pods through the Eviction API")
+	if err := r.setPhase(ctx, in, v1alpha1.PhaseDraining, "Draining", "evicting pods through the Eviction API"); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.draining(ctx, in)
 }
 
 // draining evicts what is left, waits for pods to go, and applies the
@@ -92,8 +95,11 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 		return ctrl.Result{}, err
 	}
 	if plan.done() {
-		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseDrained, "Drained",
-			fmt.Sprintf("%d pods evicted; %d DaemonSet or mirror pods left in place", len(in.nr.Status.EvictedPods), plan.skipped))
+		if err := r.setPhase(ctx, in, v1alpha1.PhaseDrained, "Drained",
+			fmt.Sprintf("%d pods evicted; %d DaemonSet or mirror pods left in place", len(in.nr.Status.EvictedPods), plan.skipped)); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.drained(ctx, in)
 	}
 	d := in.policy.Spec.Drain
 	overdue := r.clock.Since(enteredAt(in.nr, v1alpha1.PhaseDraining)) > d.Timeout.Duration

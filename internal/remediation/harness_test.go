@@ -20,7 +20,6 @@ import (
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
-	"github.com/gpuheal/gpuheal/internal/provider/none"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -102,12 +101,12 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	sim := kwok.New(mgr.GetClient(), cfg.kwok)
-	if err := mgr.Add(kwok.NewBooter(mgr.GetClient(), cfg.kwok)); err != nil {
+	set, err := NewProviders(context.Background(), mgr, ProviderOptions{Enabled: []string{provider.Kwok, provider.None}, Kwok: cfg.kwok})
+	if err != nil {
 		h.t.Fatal(err)
 	}
 	err = Setup(mgr, ControllerOptions{
-		Providers:          provider.Set{provider.Kwok: sim, provider.None: none.New()},
+		Providers:          set,
 		Poll:               200 * time.Millisecond,
 		SkipNameValidation: true,
 	})
@@ -142,13 +141,13 @@ func fastPolicy(name, nodePrefix string) *v1alpha1.RemediationPolicy {
 				{Type: gpuCondition, Status: corev1.ConditionFalse, For: sec},
 			},
 			Escalation: v1alpha1.Escalation{
-				RebootsBeforeReplace: 2, Window: metav1.Duration{Duration: time.Hour},
-				RebootTimeout: metav1.Duration{Duration: 20 * time.Second}, ReplaceTimeout: metav1.Duration{Duration: time.Minute},
+				RebootsBeforeReplace: 2, Window: &metav1.Duration{Duration: time.Hour},
+				RebootTimeout: &metav1.Duration{Duration: 20 * time.Second}, ReplaceTimeout: &metav1.Duration{Duration: time.Minute},
 			},
 			MaxUnhealthy: &hundred,
-			Drain:        v1alpha1.DrainSpec{Timeout: metav1.Duration{Duration: 30 * time.Second}},
+			Drain:        v1alpha1.DrainSpec{Timeout: &metav1.Duration{Duration: 30 * time.Second}},
 			Provider:     provider.Kwok,
-			RecoveryHold: sec,
+			RecoveryHold: &sec,
 		},
 	}
 }

@@ -4,7 +4,6 @@
 package remediation
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -37,6 +36,10 @@ type ManagerOptions struct {
 	LeaderElectionNamespace string
 	LeaderElectionID        string
 	GracefulShutdown        time.Duration
+	// QPS and Burst limit the controller's API requests (defaults 100 and
+	// 200: client-go's 5/10 would queue a burst of incidents for seconds).
+	QPS   float32
+	Burst int
 	// NodeSelector restricts the nodes watched (default DefaultNodeSelector).
 	NodeSelector string
 	// RestConfig, when set, is used instead of Kubeconfig (tests).
@@ -57,6 +60,14 @@ func NewManager(opts ManagerOptions) (manager.Manager, error) {
 		}
 	}
 	gs := opts.GracefulShutdown
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	if cfg.QPS <= 0 {
+		cfg.QPS = 100
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 200
+	}
 	if opts.NodeSelector == "" {
 		opts.NodeSelector = DefaultNodeSelector
 	}
@@ -106,18 +117,6 @@ func NewManager(opts ManagerOptions) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
-}
-
-// Run starts the manager and blocks until ctx ends.
-func Run(ctx context.Context, opts ManagerOptions) error {
-	mgr, err := NewManager(opts)
-	if err != nil {
-		return err
-	}
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running controller manager: %w", err)
-	}
-	return nil
 }
 
 func loadConfig(kubeconfig string) (*rest.Config, error) {

@@ -73,12 +73,6 @@ func (r *remediationReconciler) pending(ctx context.Context, in *incident) (ctrl
 	if nr.Status.Action == v1alpha1.ActionIgnore {
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "ActionIgnore", "the policy maps this problem to Ignore; recorded only")
 	}
-	if dup, err := r.olderOpenIncident(ctx, in); err != nil || dup != "" {
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "Duplicate", "incident "+dup+" is already open for this node")
-	}
 	p := in.policy
 	if p.Spec.DryRun {
 		return r.hold(ctx, in, v1alpha1.ConditionDryRun, metav1.ConditionTrue, "DryRun", r.dryRunPlan(ctx, in), 5*r.poll)
@@ -90,33 +84,74 @@ func (r *remediationReconciler) pending(ctx context.Context, in *incident) (ctrl
 	if p.Spec.Paused {
 		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "Paused", "policy "+p.Name+" is paused", 5*r.poll)
 	}
-	r.admitMu.Lock()
-	defer r.admitMu.Unlock()
-	view, err := r.fleet.view(ctx, p)
-	if err != nil {
-		return ctrl.Result{}, err
+	res, admitted, err := r.admit(ctx, in)
+	if err != nil || !admitted {
+		return res, err
 	}
-	if view.breakerOpen() {
-		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "BreakerOpen", view.breakerMessage(), 5*r.poll)
+	return r.cordoned(ctx, in) // go on at once: the next step needs no wait
+}
+
+// admit takes a parallel slot for the incident when the breaker is closed
+// and one is free, then cordons the node and records it. Only counting and
+// reserving the slot happen under admitMu, so one slow API call does not
+// hold up every other admission.
+func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.Result, bool, error) {
+	p, nr := in.policy, in.nr
+	res, reserved, view, active, err := r.reserveSlot(ctx, in)
+	if err != nil || !reserved {
+		return res, false, err
 	}
-	active, err := r.slots.active(ctx, r.client, p.Name)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if limit := p.maxParallel(view.matched); active >= limit {
-		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "MaxParallel",
-			fmt.Sprintf("%d remediations in flight, maxParallel is %d", active, limit), r.poll)
+	admitted := false
+	defer func() {
+		if !admitted {
+			r.slots.release(p.Name, nr.Name)
+		}
+	}()
+	// Checked after the cheap gates because it reads from the API server.
+	if dup, err := r.olderOpenIncident(ctx, in); err != nil {
+		return ctrl.Result{}, false, err
+	} else if dup != "" {
+		return ctrl.Result{}, false, r.finish(ctx, in, v1alpha1.PhaseCancelled, "Duplicate", "incident "+dup+" is already open for this node")
 	}
 	if err := r.cordon(ctx, in); err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, false, err
 	}
 	r.setCondition(in, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, "Admitted",
 		fmt.Sprintf("%d of %d nodes unhealthy; %d in flight", view.unhealthy, view.matched, active))
 	if err := r.setPhase(ctx, in, v1alpha1.PhaseCordoned, "Cordoned", "node cordoned and tainted "+UnhealthyTaint+":NoSchedule"); err != nil {
-		return ctrl.Result{}, err
+		// The write may have landed even though we saw an error; keeping
+		// the slot counted until the cache says otherwise errs on the safe
+		// side, and the next reconcile finds out.
+		admitted = true
+		return ctrl.Result{}, false, err
 	}
-	r.slots.admitted(p.Name, nr.Name)
-	return ctrl.Result{Requeue: true}, nil
+	admitted = true
+	return ctrl.Result{}, true, nil
+}
+
+func (r *remediationReconciler) reserveSlot(ctx context.Context, in *incident) (ctrl.Result, bool, fleetView, int, error) {
+	p := in.policy
+	r.admitMu.Lock()
+	defer r.admitMu.Unlock()
+	view, err := r.fleet.view(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, false, view, 0, err
+	}
+	if view.breakerOpen() {
+		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "BreakerOpen", view.breakerMessage(), 5*r.poll)
+		return res, false, view, 0, err
+	}
+	active, err := r.slots.active(ctx, r.client, p.Name)
+	if err != nil {
+		return ctrl.Result{}, false, view, 0, err
+	}
+	if limit := p.maxParallel(view.matched); active >= limit {
+		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "MaxParallel",
+			fmt.Sprintf("%d remediations in flight, maxParallel is %d", active, limit), r.poll)
+		return res, false, view, active, err
+	}
+	r.slots.admitted(p.Name, in.nr.Name)
+	return ctrl.Result{}, true, view, active, nil
 }
 
 // hold keeps the incident in Pending with a condition saying why, writing

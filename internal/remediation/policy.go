@@ -53,18 +53,11 @@ func newPolicy(p *v1alpha1.RemediationPolicy) (*policy, error) {
 		s.UnhealthyConditions = defaultUnhealthyConditions
 	}
 	e := &s.Escalation
-	if e.Window.Duration == 0 {
-		e.Window.Duration = 24 * time.Hour
-	}
-	if e.RebootTimeout.Duration == 0 {
-		e.RebootTimeout.Duration = 15 * time.Minute
-	}
-	if e.ReplaceTimeout.Duration == 0 {
-		e.ReplaceTimeout.Duration = 30 * time.Minute
-	}
-	if s.Drain.Timeout.Duration == 0 {
-		s.Drain.Timeout.Duration = 10 * time.Minute
-	}
+	defaultDuration(&e.Window, 24*time.Hour)
+	defaultDuration(&e.RebootTimeout, 15*time.Minute)
+	defaultDuration(&e.ReplaceTimeout, 30*time.Minute)
+	defaultDuration(&s.Drain.Timeout, 10*time.Minute)
+	defaultDuration(&s.RecoveryHold, time.Minute)
 	if s.Drain.OnTimeout == "" {
 		s.Drain.OnTimeout = v1alpha1.DrainWait
 	}
@@ -81,6 +74,12 @@ func newPolicy(p *v1alpha1.RemediationPolicy) (*policy, error) {
 		s.MaxParallel = &v
 	}
 	return &policy{RemediationPolicy: p, selector: sel}, nil
+}
+
+func defaultDuration(d **metav1.Duration, v time.Duration) {
+	if *d == nil {
+		*d = &metav1.Duration{Duration: v}
+	}
 }
 
 func (p *policy) matches(n *corev1.Node) bool { return p.selector.Matches(labels.Set(n.Labels)) }

@@ -96,7 +96,10 @@ func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 
 	switch nr.Status.Phase {
 	case "":
-		return ctrl.Result{}, r.start(ctx, in)
+		if err := r.start(ctx, in); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.pending(ctx, in)
 	case v1alpha1.PhasePending:
 		return r.pending(ctx, in)
 	case v1alpha1.PhaseCordoned:

@@ -236,7 +236,7 @@ func TestLeaderHandoverMidIncident(t *testing.T) {
 func TestPDBTimeoutThenPolicyChoice(t *testing.T) {
 	h := newHarness(t, "pdb", 2)
 	p := fastPolicy("pdb", "pdb")
-	p.Spec.Drain = v1alpha1.DrainSpec{Timeout: metav1.Duration{Duration: 3 * time.Second}, OnTimeout: v1alpha1.DrainForceDelete}
+	p.Spec.Drain = v1alpha1.DrainSpec{Timeout: &metav1.Duration{Duration: 3 * time.Second}, OnTimeout: v1alpha1.DrainForceDelete}
 	h.create(p)
 	node := h.nodes[0]
 	h.runPod("default", "critical-0", node, map[string]string{"app": "critical"})

@@ -31,7 +31,7 @@ type ControllerOptions struct {
 	Clock clock.Clock
 	// Poll is how soon waiting steps look again (default 2s).
 	Poll time.Duration
-	// Workers per controller (default 4).
+	// Workers per controller (default 8).
 	Workers int
 	// Name for events and logs.
 	Name string
@@ -47,10 +47,10 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		o.Clock = clock.RealClock{}
 	}
 	if o.Poll <= 0 {
-		o.Poll = 2 * time.Second
+		o.Poll = DefaultPoll
 	}
 	if o.Workers <= 0 {
-		o.Workers = 4
+		o.Workers = 8
 	}
 	if o.Name == "" {
 		o.Name = "gpuheal-controller"

@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/testenv"
+)
+
+// fleetClock records, from a watch on the fleet, when each node was first
+// seen cordoned, and when each replacement node was first seen Ready.
+type fleetClock struct {
+	mu        sync.Mutex
+	cordoned  map[string]time.Time
+	replReady map[string]time.Time // old node → its replacement Ready
+}
+
+func (f *fleetClock) follow(ctx context.Context, b *testing.B, c client.WithWatch) {
+	w, err := c.Watch(ctx, &corev1.NodeList{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			now := time.Now()
+			f.mu.Lock()
+			if _, seen := f.cordoned[n.Name]; n.Spec.Unschedulable && !seen {
+				f.cordoned[n.Name] = now
+			}
+			if old := n.Annotations["gpuheal.io/replaces"]; old != "" && testenv.NodeReady(n) {
+				if _, seen := f.replReady[old]; !seen {
+					f.replReady[old] = now
+				}
+			}
+			f.mu.Unlock()
+		}
+	}()
+}
+
+func benchScheme(b *testing.B) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		b.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkRemediationFleet runs the controller binary against the real API
+// server with a kwok fleet (GPUHEAL_BENCH_NODES, default 5,000 GPU nodes)
+// and the kwok provider with a 90 s boot delay. Phase 1 breaks 50 nodes at
+// random moments over 5 s: it measures condition→cordon after the policy's
+// minimum duration, detection→replacement Ready, the most incidents in
+// flight, and the controller's peak RSS. Phase 2 breaks 30% of the fleet at
+// once: the breaker must open and nothing start beyond the cap.
+func BenchmarkRemediationFleet(b *testing.B) {
+	nodes := 5000
+	if v, err := strconv.Atoi(os.Getenv("GPUHEAL_BENCH_NODES")); err == nil && v > 0 {
+		nodes = v
+	}
+	const failures, maxParallel, minDuration = 50, 50, 10 * time.Second
+	env := testenv.ForTest(b, testenv.Options{Kwok: true, Scheme: benchScheme(b)})
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	start := time.Now()
+	names, err := testenv.CreateGPUNodes(ctx, env.Client, "fleet", nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := testenv.WaitNodesReady(ctx, env.Client, names); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d nodes Ready in %v", nodes, time.Since(start).Round(time.Second))
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: benchScheme(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	clock := &fleetClock{cordoned: map[string]time.Time{}, replReady: map[string]time.Time{}}
+	clock.follow(ctx, b, wc)
+
+	mp := intstr.FromInt32(maxParallel)
+	policy := &v1alpha1.RemediationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
+		Spec: v1alpha1.RemediationPolicySpec{
+			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, For: metav1.Duration{Duration: minDuration}}},
+			MaxParallel:         &mp,
+			Provider:            "kwok",
+			RecoveryHold:        &metav1.Duration{Duration: 5 * time.Second},
+		},
+	}
+	if err := env.Client.Create(ctx, policy); err != nil {
+		b.Fatal(err)
+	}
+	ctrlBin := buildBinary(b, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
+	metricsPort, healthPort := freePort(b), freePort(b)
+	stop := startProcess(b, ctrlBin, "--kubeconfig="+env.Kubeconfig, "--leader-elect=false", "--providers=kwok,none",
+		"--kwok-boot-delay=90s", "--poll-interval=1s", "--log-level=warn",
+		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort))
+	defer stop()
+	waitHTTP(b, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), time.Minute)
+	pid := controllerPID(b, ctrlBin)
+
+	// Phase 1: 50 failures at random moments over 5 s.
+	rng := rand.New(rand.NewPCG(7, 11))
+	broken := make([]string, 0, failures)
+	for _, i := range rng.Perm(nodes)[:failures] {
+		broken = append(broken, names[i])
+	}
+	since := map[string]time.Time{}
+	for _, n := range broken {
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond) // spread the failures, not a wait
+		since[n] = breakNode(ctx, b, env.Client, n)
+	}
+	maxInFlight, peakRSS := 0, 0
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		items := listIncidents(ctx, b, env.Client)
+		active, done := 0, 0
+		for _, it := range items {
+			if it.Status.Phase.Active() {
+				active++
+			}
+			if it.Status.Phase == v1alpha1.PhaseSucceeded {
+				done++
+			}
+		}
+		maxInFlight = max(maxInFlight, active)
+		peakRSS = max(peakRSS, rssKiB(pid))
+		if done == failures {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d incidents succeeded within 10 minutes", done, failures)
+		}
+		time.Sleep(500 * time.Millisecond) // sampling interval
+	}
+	var cordon, recover []time.Duration
+	clock.mu.Lock()
+	for _, n := range broken {
+		decided := since[n].Add(minDuration)
+		cordon = append(cordon, clock.cordoned[n].Sub(decided))
+		recover = append(recover, clock.replReady[n].Sub(decided))
+	}
+	clock.mu.Unlock()
+	report(b, "cordon after min duration", cordon)
+	report(b, "detection to replacement Ready", recover)
+	b.ReportMetric(float64(percentile(cordon, 99).Milliseconds()), "cordon-p99-ms")
+	b.ReportMetric(percentile(recover, 100).Seconds(), "recover-max-s")
+	b.ReportMetric(float64(maxInFlight), "max-in-flight")
+
+	// Phase 2: 30% of the fleet fails at once.
+	var healthy []string
+	for _, n := range names {
+		if _, ok := since[n]; !ok {
+			healthy = append(healthy, n)
+		}
+	}
+	mass := healthy[:nodes*3/10]
+	t2 := time.Now()
+	breakMany(ctx, b, env.Client, mass)
+	b.Logf("broke %d nodes in %v", len(mass), time.Since(t2).Round(time.Millisecond))
+	var pol v1alpha1.RemediationPolicy
+	for {
+		if err := env.Client.Get(ctx, types.NamespacedName{Name: "fleet"}, &pol); err != nil {
+			b.Fatal(err)
+		}
+		if pol.Status.BreakerOpen {
+			break
+		}
+		if time.Since(t2) > 3*time.Minute {
+			b.Fatalf("breaker not open 3 minutes after %d of %d nodes failed (status %+v)", len(mass), nodes, pol.Status)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	b.Logf("breaker open %v after the mass failure: %s", time.Since(t2).Round(time.Millisecond), breakerMessage(pol))
+	// Let every incident open (minimum duration) and be held, then count.
+	massSet := map[string]bool{}
+	for _, n := range mass {
+		massSet[n] = true
+	}
+	var opened, started int
+	for end := time.Now().Add(minDuration + 30*time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		opened, started = 0, 0
+		for _, it := range listIncidents(ctx, b, env.Client) {
+			if !massSet[it.Spec.NodeName] {
+				continue
+			}
+			opened++
+			if len(it.Status.Phases) > 1 && it.Status.Phase != v1alpha1.PhaseCancelled {
+				started++
+			}
+		}
+		peakRSS = max(peakRSS, rssKiB(pid))
+	}
+	b.Logf("mass failure: %d incidents opened, %d started beyond Pending (cap: maxParallel %d)", opened, started, maxParallel)
+	if started > maxParallel {
+		b.Errorf("%d incidents started while the breaker was open, more than maxParallel %d", started, maxParallel)
+	}
+	b.ReportMetric(float64(started), "started-with-breaker-open")
+	b.ReportMetric(float64(peakRSS)/1024, "controller-peak-rss-MiB")
+	b.Logf("controller peak RSS %.1f MiB over the run", float64(peakRSS)/1024)
+}
+
+func breakNode(ctx context.Context, b *testing.B, c client.Client, node string) time.Time {
+	now := metav1.Now()
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{{
+		Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error",
+		Message: "GPU 0 fell off the bus; recommended action: replace", LastTransitionTime: now, LastHeartbeatTime: now,
+	}}}})
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if err := c.Status().Patch(ctx, n, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
+		b.Fatalf("breaking %s: %v", node, err)
+	}
+	// The API server keeps whole seconds; the controller counts from there.
+	return now.Truncate(time.Second)
+}
+
+func breakMany(ctx context.Context, b *testing.B, c client.Client, nodes []string) {
+	var wg sync.WaitGroup
+	work := make(chan string)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range work {
+				breakNode(ctx, b, c, n)
+			}
+		}()
+	}
+	for _, n := range nodes {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+}
+
+func listIncidents(ctx context.Context, b *testing.B, c client.Client) []v1alpha1.NodeRemediation {
+	var list v1alpha1.NodeRemediationList
+	if err := c.List(ctx, &list); err != nil {
+		b.Fatal(err)
+	}
+	return list.Items
+}
+
+func breakerMessage(p v1alpha1.RemediationPolicy) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == "BreakerOpen" {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(0, min(len(s)-1, i-1))]
+}
+
+func report(b *testing.B, what string, d []time.Duration) {
+	b.Logf("%s over %d incidents: min %v p50 %v p90 %v p99 %v max %v", what, len(d),
+		percentile(d, 0).Round(time.Millisecond), percentile(d, 50).Round(time.Millisecond),
+		percentile(d, 90).Round(time.Millisecond), percentile(d, 99).Round(time.Millisecond),
+		percentile(d, 100).Round(time.Millisecond))
+}
+
+// controllerPID finds the controller started by this test among our children.
+func controllerPID(b *testing.B, bin string) int {
+	for _, pid := range testenv.ChildPIDs(os.Getpid()) {
+		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == bin {
+			return pid
+		}
+	}
+	b.Fatalf("controller process %s not found", bin)
+	return 0
+}
+
+func rssKiB(pid int) int {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kib, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return kib
+		}
+	}
+	return 0
+}
