@@ -49,6 +49,11 @@ type Options struct {
 	PushGateway    string
 	PushInterval   time.Duration
 
+	// GCPercent is the garbage collector's target (GOGC) that
+	// cmd/gpuheal-agent sets for the process unless GOGC is in the
+	// environment.
+	GCPercent int
+
 	// Standalone runs without Kubernetes: metrics only (or one snapshot
 	// with Once).
 	Standalone bool
@@ -105,6 +110,9 @@ func (o *Options) Validate() error {
 	}
 	if o.KmsgPath != "" && o.KmsgPoll <= 0 {
 		return fmt.Errorf("--kmsg-poll-interval %v: must be positive", o.KmsgPoll)
+	}
+	if o.GCPercent < 10 {
+		return fmt.Errorf("--gc-percent %d: must be at least 10", o.GCPercent)
 	}
 	if o.Backend == BackendSim && (o.Sim.GPUs < 1 || o.Sim.GPUs > 8) {
 		return fmt.Errorf("--sim-gpus %d: must be 1 to 8", o.Sim.GPUs)

@@ -12,7 +12,7 @@ import (
 func validOptions() Options {
 	return Options{
 		Backend: BackendSim, Interval: 10 * time.Second, CallTimeout: 2 * time.Second,
-		Output: "json", Standalone: true, Sim: SimOptions{GPUs: 8}, KmsgPoll: time.Second,
+		Output: "json", Standalone: true, Sim: SimOptions{GPUs: 8}, KmsgPoll: time.Second, GCPercent: 25,
 	}
 }
 
@@ -28,6 +28,7 @@ func TestValidateNamesTheBadOption(t *testing.T) {
 		{"expected gpus", func(o *Options) { o.ExpectedGPUs = -1 }, "--expected-gpus -1"},
 		{"once without standalone", func(o *Options) { o.Standalone = false; o.Once = true; o.NodeName = "n" }, "--once needs --standalone"},
 		{"output", func(o *Options) { o.Output = "yaml" }, `--output "yaml"`},
+		{"gc percent", func(o *Options) { o.GCPercent = 0 }, "--gc-percent 0"},
 		{"node name in cluster", func(o *Options) { o.Standalone = false }, "--node-name is required"},
 		{"push gateway url", func(o *Options) { o.PushGateway = "pushgw:9091" }, `--push-gateway "pushgw:9091"`},
 		{"push interval", func(o *Options) { o.PushGateway = "http://pg:9091"; o.PushInterval = 0 }, "--push-interval 0s"},

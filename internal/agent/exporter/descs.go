@@ -7,6 +7,8 @@ import "github.com/prometheus/client_golang/prometheus"
 // and a second copy here would clash with it.
 var gpuLabels = []string{"gpu", "uuid", "pci_bus_id", "model"}
 
+const nGPULabels = 4 // len(gpuLabels)
+
 // descs are built once in New; Collect only fills in values. docs/metrics.md
 // describes each metric and where it comes from.
 type descs struct {

@@ -54,7 +54,7 @@ type Exporter struct {
 	version atomic.Uint64
 	// metrics is replaced whole by Update and never changed once stored,
 	// so a scrape sends one consistent snapshot without taking a lock.
-	metrics atomic.Pointer[[]prometheus.Metric]
+	metrics atomic.Pointer[rendered]
 
 	mu sync.Mutex // serializes Update, which owns totals
 	// totals are the running query-error counts, kept across Updates.
@@ -136,12 +136,7 @@ func (e *Exporter) Update(snap *gpu.NodeSnapshot, results []CollectorResult) {
 			}
 		}
 	}
-	hint := 0
-	if prev := e.metrics.Load(); prev != nil {
-		hint = len(*prev)
-	}
-	metrics := e.render(snap, dedupe(results), hint)
-	e.metrics.Store(&metrics)
+	e.metrics.Store(e.render(snap, dedupe(results), e.metrics.Load()))
 	e.version.Add(1)
 	// Encode now, on the collection loop, so that no scrape pays for it.
 	_, _, _ = e.cache.bodies()
