@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -79,6 +80,8 @@ type controllerConfig struct {
 	leaderElection bool
 	wrap           func(client.WithWatch) client.Client
 	kwok           kwok.Options
+	rest           *rest.Config // default: the admin config
+	leaseNamespace string       // default: "default"
 }
 
 // startController runs a controller (manager + reconcilers + the simulated
@@ -92,9 +95,15 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 		cfg.kwok.RebootDelay = time.Second
 	}
 	cfg.kwok.PollInterval = 200 * time.Millisecond
+	if cfg.rest == nil {
+		cfg.rest = h.env.Config
+	}
+	if cfg.leaseNamespace == "" {
+		cfg.leaseNamespace = "default"
+	}
 	mgr, err := NewManager(ManagerOptions{
-		RestConfig: h.env.Config, MetricsAddress: "0", HealthAddress: "0",
-		LeaderElection: cfg.leaderElection, LeaderElectionNamespace: "default",
+		RestConfig: cfg.rest, MetricsAddress: "0", HealthAddress: "0",
+		LeaderElection: cfg.leaderElection, LeaderElectionNamespace: cfg.leaseNamespace,
 		LeaderElectionID: "gpuheal-test-" + h.prefix, GracefulShutdown: 10 * time.Second,
 		WrapClient: cfg.wrap,
 	})
@@ -318,3 +327,5 @@ func (h *harness) markPodReady(ns, name string) {
 		h.t.Fatalf("marking pod %s/%s ready: %v", ns, name, err)
 	}
 }
+
+func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
