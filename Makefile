@@ -53,10 +53,19 @@ test: fmt-check vet deps ## all tests: gofmt, vet, unit and integration (real AP
 
 .PHONY: bench
 bench: deps ## benchmarks (numbers go to docs/benchmarks.md); BENCH_AGENT_SECONDS=300
-	$(GO) test -run '^$$' -bench . -skip XidToConditionFalse -benchmem -count $${BENCH_COUNT:-3} $(PKGS)
+	$(GO) test -run '^$$' -bench . -skip 'XidToConditionFalse|RemediationFleet' -benchmem -count $${BENCH_COUNT:-3} $(PKGS)
 	$(GO) test -run '^$$' -bench XidToConditionFalse -benchtime 1x -timeout 30m ./test/e2e/
 	./hack/bench-diagnose.sh 1000000 0
 	./hack/bench-agent.sh $${BENCH_AGENT_SECONDS:-300}
+
+.PHONY: bench-e2e
+bench-e2e: deps ## fleet benchmark: controller on the real API server + kwok, GPUHEAL_BENCH_NODES (default 5000) nodes
+	$(GO) test -run '^$$' -bench RemediationFleet -benchtime 1x -timeout 60m ./test/e2e/
+
+.PHONY: generate
+generate: ## regenerate deep copies and CRD manifests with controller-gen (pinned in hack/tools/codegen)
+	cd hack/tools/codegen && $(GO) build -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
+	$(BIN)/controller-gen object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=charts/gpuheal/crds
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME (default 20s) each

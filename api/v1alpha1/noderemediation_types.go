@@ -75,8 +75,9 @@ type NodeRemediationSpec struct {
 
 // PhaseTransition records when a phase was entered.
 type PhaseTransition struct {
-	Phase Phase       `json:"phase"`
-	Time  metav1.Time `json:"time"`
+	Phase Phase `json:"phase"`
+	// Time with microseconds: phases of an incident can be milliseconds apart.
+	Time metav1.MicroTime `json:"time"`
 	// +optional
 	Message string `json:"message,omitempty"`
 }

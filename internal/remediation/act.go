@@ -71,8 +71,15 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 		errorsThisAttempt++
 	}
 	if in.node == nil {
-		if action == v1alpha1.ActionReplace { // it went before we asked: nothing to replace
-			return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, "NodeGone", "the node is already gone")
+		if action == v1alpha1.ActionReplace {
+			// Most likely our request for this attempt took effect and its
+			// answer was lost (a crash or a failed write); record it, and
+			// say that it may have been someone else.
+			st.ProviderRequests = append(st.ProviderRequests, v1alpha1.ProviderRequest{Action: action, Attempt: st.Attempts,
+				Provider: r.providerName(in), Time: metav1.NewTime(r.clock.Now()), RequestID: token})
+			return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, "NodeGone",
+				"the node is already gone: the replacement requested for attempt "+strconv.Itoa(int(st.Attempts))+
+					" took effect before its answer was recorded, or someone else removed the node")
 		}
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "NodeDeleted", "the node no longer exists")
 	}

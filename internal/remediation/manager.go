@@ -86,9 +86,11 @@ func NewManager(opts ManagerOptions) (manager.Manager, error) {
 		Scheme: scheme,
 		// Only GPU nodes are cached; pods are never cached (a drain lists
 		// one node's pods from the API server).
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Node{}: {Label: nodeSel},
-		}},
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{&corev1.Node{}: {Label: nodeSel}},
+			// managedFields are a third of a Node object and we never read them.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
 		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
 			if opts.WrapClient == nil {
 				return client.New(cfg, o)

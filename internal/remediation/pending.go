@@ -2,10 +2,12 @@ package remediation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -13,7 +15,10 @@ import (
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
-// start decides the action for a new incident and records the decision.
+// start decides the action for a new incident. The decision is written
+// with the incident's first status write (held, cordoned or cancelled),
+// which saves a round trip before the cordon; if the controller dies first,
+// the next one decides again from the same facts.
 func (r *remediationReconciler) start(ctx context.Context, in *incident) error {
 	p, nr := in.policy, in.nr
 	action := p.chooseAction(nr.Spec.Trigger)
@@ -32,7 +37,9 @@ func (r *remediationReconciler) start(ctx context.Context, in *incident) error {
 	nr.Status.DryRun = p.Spec.DryRun
 	msg := fmt.Sprintf("%s=%s (%s): action %s %s, provider %s", nr.Spec.Trigger.Type, nr.Spec.Trigger.Status,
 		nr.Spec.Trigger.Reason, action, why, r.providerName(in))
-	return r.setPhase(ctx, in, v1alpha1.PhasePending, "Decided", msg)
+	r.enterPhase(in, v1alpha1.PhasePending, "Decided", msg)
+	r.announce(ctx, in, v1alpha1.PhasePending, "Decided", msg)
+	return nil
 }
 
 // rebootsWithin counts the reboots requested for the node by its other
@@ -119,10 +126,11 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 	r.setCondition(in, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, "Admitted",
 		fmt.Sprintf("%d of %d nodes unhealthy; %d in flight", view.unhealthy, view.matched, active))
 	if err := r.setPhase(ctx, in, v1alpha1.PhaseCordoned, "Cordoned", "node cordoned and tainted "+UnhealthyTaint+":NoSchedule"); err != nil {
-		// The write may have landed even though we saw an error; keeping
-		// the slot counted until the cache says otherwise errs on the safe
-		// side, and the next reconcile finds out.
-		admitted = true
+		// An error the API server did not answer (a timeout) may hide a
+		// write that landed: keep the slot counted until the cache shows
+		// the outcome. A refusal from the server means nothing changed.
+		var status apierrors.APIStatus
+		admitted = !errors.As(err, &status)
 		return ctrl.Result{}, false, err
 	}
 	admitted = true
@@ -141,7 +149,7 @@ func (r *remediationReconciler) reserveSlot(ctx context.Context, in *incident) (
 		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "BreakerOpen", view.breakerMessage(), 5*r.poll)
 		return res, false, view, 0, err
 	}
-	active, err := r.slots.active(ctx, r.client, p.Name)
+	active, err := r.slots.active(ctx, r.client, p.Name, in.nr.Name)
 	if err != nil {
 		return ctrl.Result{}, false, view, 0, err
 	}

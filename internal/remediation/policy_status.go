@@ -63,7 +63,7 @@ func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.Remedia
 	if err != nil {
 		return err
 	}
-	active, err := l.slots.active(ctx, l.client, p.Name)
+	active, err := l.slots.active(ctx, l.client, p.Name, "")
 	if err != nil {
 		return err
 	}

@@ -120,21 +120,32 @@ func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 // resourceVersion: if another writer got there first it fails with a
 // conflict and the reconcile starts over from the fresh object.
 func (r *remediationReconciler) setPhase(ctx context.Context, in *incident, phase v1alpha1.Phase, reason, message string) error {
-	st := &in.nr.Status
-	now := metav1.NewTime(r.clock.Now())
-	prev := st.Phase
-	var prevSince time.Time
-	if n := len(st.Phases); n > 0 {
-		prevSince = st.Phases[n-1].Time.Time
-	}
-	st.Phase, st.Reason, st.Message = phase, reason, message
-	st.Phases = append(st.Phases, v1alpha1.PhaseTransition{Phase: phase, Time: now, Message: truncate(message, 512)})
+	prev, prevSince := r.enterPhase(in, phase, reason, message)
 	if err := r.client.Status().Update(ctx, in.nr); err != nil {
 		return fmt.Errorf("recording phase %s of %s: %w", phase, in.nr.Name, err)
 	}
 	if prev != "" && !prevSince.IsZero() {
-		phaseDuration.WithLabelValues(string(prev)).Observe(now.Sub(prevSince).Seconds())
+		phaseDuration.WithLabelValues(string(prev)).Observe(r.clock.Since(prevSince).Seconds())
 	}
+	r.announce(ctx, in, phase, reason, message)
+	return nil
+}
+
+// enterPhase changes the phase in memory only; the caller writes it.
+func (r *remediationReconciler) enterPhase(in *incident, phase v1alpha1.Phase, reason, message string) (prev v1alpha1.Phase, prevSince time.Time) {
+	st := &in.nr.Status
+	prev = st.Phase
+	if n := len(st.Phases); n > 0 {
+		prevSince = st.Phases[n-1].Time.Time
+	}
+	st.Phase, st.Reason, st.Message = phase, reason, message
+	st.Phases = append(st.Phases, v1alpha1.PhaseTransition{Phase: phase, Time: metav1.NewMicroTime(r.clock.Now()), Message: truncate(message, 512)})
+	return prev, prevSince
+}
+
+// announce logs a phase change and records Events on the incident and,
+// for the steps an operator looks for, on the Node.
+func (r *remediationReconciler) announce(ctx context.Context, in *incident, phase v1alpha1.Phase, reason, message string) {
 	log.FromContext(ctx).Info("phase", "remediation", in.nr.Name, "to", phase, "reason", reason, "message", message)
 	eventType := corev1.EventTypeNormal
 	if phase == v1alpha1.PhaseFailed {
@@ -142,13 +153,12 @@ func (r *remediationReconciler) setPhase(ctx context.Context, in *incident, phas
 	}
 	if in.node == nil {
 		r.recorder.Eventf(in.nr, nil, eventType, reason, string(phase), "%s", message)
-		return nil
+		return
 	}
 	r.recorder.Eventf(in.nr, in.node, eventType, reason, string(phase), "%s", message)
 	if phase != v1alpha1.PhaseDraining && phase != v1alpha1.PhaseDrained {
 		r.recorder.Eventf(in.node, in.nr, eventType, "Remediation"+string(phase), string(phase), "%s: %s", in.nr.Name, message)
 	}
-	return nil
 }
 
 // finish ends the incident and counts it.
