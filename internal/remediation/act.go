@@ -155,7 +155,11 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 	}
 	replacement := st.Replacement
 	if replacement == "" {
-		if prov, err := r.providers.For(in.policy.Spec.Provider, &corev1.Node{}); err == nil {
+		used := in.policy.Spec.Provider
+		if reqs := st.ProviderRequests; len(reqs) > 0 {
+			used = reqs[len(reqs)-1].Provider // the one that acted, whatever the policy says now
+		}
+		if prov, err := r.providers.For(used, &corev1.Node{}); err == nil {
 			stub := &corev1.Node{}
 			stub.Name = in.nr.Spec.NodeName
 			if s, err := prov.Status(ctx, stub); err == nil {
