@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,45 +20,69 @@ const wasUnschedulableAnnotation = "gpuheal.io/was-unschedulable"
 // node's resourceVersion so a concurrent writer makes it retry rather than
 // be overwritten.
 func (r *remediationReconciler) cordon(ctx context.Context, in *incident) error {
+	return r.patchNode(ctx, in, func(n *corev1.Node) bool {
+		if n.Annotations[CordonedByAnnotation] == in.nr.Name && n.Spec.Unschedulable && hasTaint(n) {
+			return false
+		}
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		if n.Spec.Unschedulable && n.Annotations[CordonedByAnnotation] == "" {
+			n.Annotations[wasUnschedulableAnnotation] = "true"
+		}
+		n.Annotations[CordonedByAnnotation] = in.nr.Name
+		n.Spec.Unschedulable = true
+		if !hasTaint(n) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: UnhealthyTaint, Effect: corev1.TaintEffectNoSchedule})
+		}
+		return true
+	})
+}
+
+// patchNode applies change to the node with optimistic concurrency (the
+// taint list has no merge key, so a blind patch could drop someone else's
+// taint). Kubelet and kwok heartbeats bump the node's resourceVersion all
+// the time; on a conflict the node is read again from the API server and
+// the change applied again, without a trip through the work queue.
+func (r *remediationReconciler) patchNode(ctx context.Context, in *incident, change func(*corev1.Node) bool) error {
 	n := in.node
-	if n.Annotations[CordonedByAnnotation] == in.nr.Name && n.Spec.Unschedulable && hasTaint(n) {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		orig := n.DeepCopy()
+		if !change(n) {
+			return nil
+		}
+		err := r.client.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(err) {
+			key := client.ObjectKeyFromObject(n)
+			*n = corev1.Node{} // decoding into a used object would merge its maps
+			if gerr := r.reader.Get(ctx, key, n); gerr != nil {
+				return gerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("patching node %s: %w", n.Name, err)
+		}
 		return nil
-	}
-	orig := n.DeepCopy()
-	if n.Annotations == nil {
-		n.Annotations = map[string]string{}
-	}
-	if n.Spec.Unschedulable && n.Annotations[CordonedByAnnotation] == "" {
-		n.Annotations[wasUnschedulableAnnotation] = "true"
-	}
-	n.Annotations[CordonedByAnnotation] = in.nr.Name
-	n.Spec.Unschedulable = true
-	if !hasTaint(n) {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: UnhealthyTaint, Effect: corev1.TaintEffectNoSchedule})
-	}
-	if err := r.client.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("cordoning node %s: %w", n.Name, err)
-	}
-	return nil
+	})
 }
 
 // uncordon undoes our cordon, and only ours.
 func (r *remediationReconciler) uncordon(ctx context.Context, in *incident) error {
-	n := in.node
-	if n == nil || n.Annotations[CordonedByAnnotation] != in.nr.Name {
+	if in.node == nil || in.node.Annotations[CordonedByAnnotation] != in.nr.Name {
 		return nil
 	}
-	orig := n.DeepCopy()
-	if n.Annotations[wasUnschedulableAnnotation] != "true" {
-		n.Spec.Unschedulable = false
-	}
-	delete(n.Annotations, CordonedByAnnotation)
-	delete(n.Annotations, wasUnschedulableAnnotation)
-	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UnhealthyTaint })
-	if err := r.client.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("uncordoning node %s: %w", n.Name, err)
-	}
-	return nil
+	return r.patchNode(ctx, in, func(n *corev1.Node) bool {
+		if n.Annotations[CordonedByAnnotation] != in.nr.Name {
+			return false
+		}
+		if n.Annotations[wasUnschedulableAnnotation] != "true" {
+			n.Spec.Unschedulable = false
+		}
+		delete(n.Annotations, CordonedByAnnotation)
+		delete(n.Annotations, wasUnschedulableAnnotation)
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UnhealthyTaint })
+		return true
+	})
 }
 
 func hasTaint(n *corev1.Node) bool {

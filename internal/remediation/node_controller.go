@@ -32,6 +32,11 @@ type nodeReconciler struct {
 
 	mu        sync.Mutex
 	conflicts map[string]string // node → policies last reported as conflicting
+	// opened remembers the incident created for a node until the cache
+	// shows it. Reconciles of one node never run at once, so with this no
+	// second incident can be opened for a node in the moment the cache
+	// lags our own create.
+	opened map[string]string
 }
 
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -60,7 +65,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if openIncident(items) != nil {
+	if openIncident(items) != nil || r.stillOpening(node.Name, items) {
 		return ctrl.Result{}, nil // the remediation reconciler owns it
 	}
 	t := triggerFrom(cond)
@@ -78,11 +83,30 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		return ctrl.Result{}, fmt.Errorf("opening incident %s for node %s: %w", name, node.Name, err)
 	}
+	r.mu.Lock()
+	r.opened[node.Name] = name
+	r.mu.Unlock()
 	log.FromContext(ctx).Info("incident opened", "remediation", name, "condition", t.Type, "status", t.Status, "reason", t.Reason)
 	r.recorder.Eventf(&node, nr, corev1.EventTypeWarning, "IncidentOpened", "OpenIncident",
 		"%s=%s (%s) since %s; remediation %s under policy %s", t.Type, t.Status, t.Reason,
 		t.Since.UTC().Format("15:04:05"), name, p.Name)
 	return ctrl.Result{}, nil
+}
+
+// stillOpening reports whether an incident this process created for the
+// node is not in the cache yet; once it is, the cache answers.
+func (r *nodeReconciler) stillOpening(node string, cached []v1alpha1.NodeRemediation) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	name, ok := r.opened[node]
+	if !ok {
+		return false
+	}
+	if slices.ContainsFunc(cached, func(nr v1alpha1.NodeRemediation) bool { return nr.Name == name }) {
+		delete(r.opened, node)
+		return false
+	}
+	return true
 }
 
 // reportConflict emits one Event when the set of policies matching a node

@@ -114,7 +114,6 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 			r.slots.release(p.Name, nr.Name)
 		}
 	}()
-	// Checked after the cheap gates because it reads from the API server.
 	if dup, err := r.olderOpenIncident(ctx, in); err != nil {
 		return ctrl.Result{}, false, err
 	} else if dup != "" {
@@ -187,10 +186,11 @@ func (r *remediationReconciler) dryRunPlan(ctx context.Context, in *incident) st
 }
 
 // olderOpenIncident returns the name of another open incident of the same
-// node created before this one (a stale cache can let two be opened for
-// different conditions; the older one wins).
+// node created before this one; the older one wins. The incident opener
+// already never opens two (see nodeReconciler.opened); this is the second
+// line of defence, for incidents made by hand or by an older controller.
 func (r *remediationReconciler) olderOpenIncident(ctx context.Context, in *incident) (string, error) {
-	items, err := incidentsOf(ctx, r.reader, in.nr.Spec.NodeName)
+	items, err := incidentsOf(ctx, r.client, in.nr.Spec.NodeName)
 	if err != nil {
 		return "", err
 	}

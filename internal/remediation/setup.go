@@ -64,7 +64,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 	recorder := mgr.GetEventRecorder(o.Name)
 	c := mgr.GetClient()
 
-	nodes := &nodeReconciler{client: c, recorder: recorder, clock: o.Clock, conflicts: map[string]string{}}
+	nodes := &nodeReconciler{client: c, recorder: recorder, clock: o.Clock, conflicts: map[string]string{}, opened: map[string]string{}}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("node").
 		For(&corev1.Node{}, builder.WithPredicates(nodeHealthChanged())).
