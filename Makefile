@@ -45,6 +45,7 @@ vet: ## go vet
 .PHONY: deps
 deps: ## install what a fresh machine lacks (Debian packages, control plane)
 	./hack/ensure-deps.sh
+	./hack/ensure-dynalite.sh
 	./hack/build-controlplane.sh
 
 .PHONY: test

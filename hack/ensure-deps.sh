@@ -11,6 +11,9 @@ command -v curl >/dev/null || need+=(curl)     # hack/bench-agent.sh
 # A real Prometheus (and promtool) and Pushgateway for the exporter's tests.
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-pushgateway >/dev/null || need+=(prometheus-pushgateway)
+# Node.js and npm install dynalite, the DynamoDB-compatible server of the audit tests.
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
 
 if ((${#need[@]})); then
   echo ">> installing Debian packages: ${need[*]}"

@@ -9,6 +9,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/flagenv"
 	"github.com/gpuheal/gpuheal/internal/logging"
 	"github.com/gpuheal/gpuheal/internal/remediation"
+	"github.com/gpuheal/gpuheal/internal/score"
 )
 
 type options struct {
@@ -42,6 +43,19 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&p.Kwok.RebootDelay, "kwok-reboot-delay", 30*time.Second, "kwok provider: how long a reboot keeps a node NotReady")
 	fs.StringVar(&p.AWSEC2Endpoint, "aws-ec2-endpoint", "", "aws provider: EC2 endpoint URL (default: the region's public endpoint)")
 	fs.StringVar(&p.AWSAutoScalingEndpoint, "aws-autoscaling-endpoint", "", "aws provider: Auto Scaling endpoint URL (default: the region's public endpoint)")
+	a := &o.run.Audit
+	fs.StringVar(&a.Sink, "audit-sink", "sqlite", "where the audit log goes: sqlite, jsonl, dynamodb or none")
+	fs.StringVar(&a.SQLitePath, "audit-sqlite-path", "/var/lib/gpuheal/audit.db", "sqlite audit database, on a volume that outlives the pod")
+	fs.StringVar(&a.JSONLPath, "audit-jsonl-path", "-", "jsonl audit file, or - for stdout")
+	fs.StringVar(&a.DynamoDBTable, "audit-dynamodb-table", "", "dynamodb audit table (docs/audit.md)")
+	fs.StringVar(&a.DynamoDBEndpoint, "audit-dynamodb-endpoint", "", "dynamodb endpoint URL (default: the region's)")
+	fs.IntVar(&a.Buffer, "audit-buffer", 10000, "audit records kept in memory while the store fails; beyond, losses are counted")
+	o.run.Score = score.DefaultConfig()
+	sc := &o.run.Score
+	fs.DurationVar(&sc.HalfLife, "score-half-life", sc.HalfLife, "health score: how fast an incident's weight halves")
+	fs.Float64Var(&sc.GoldMin, "score-gold-min", sc.GoldMin, "health score: lowest score of the gold tier")
+	fs.Float64Var(&sc.SilverMin, "score-silver-min", sc.SilverMin, "health score: lowest score of the silver tier")
+	fs.DurationVar(&c.ScoreEvery, "score-interval", time.Minute, "how often health scores are published on the nodes")
 	flagenv.Usage(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -64,6 +78,9 @@ func parseOptions(args []string) (*options, error) {
 	var err error
 	if p.Enabled, err = remediation.ParseProviders(providers); err != nil {
 		return nil, fmt.Errorf("--providers: %w", err)
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("health score flags: %w", err)
 	}
 	return o, nil
 }

@@ -108,3 +108,14 @@ func healthyGPUs(snap *gpu.NodeSnapshot, r analyzer.Result) int {
 	}
 	return n
 }
+
+// activeWarnings counts the warning-severity problems active now.
+func activeWarnings(r analyzer.Result) int {
+	n := 0
+	for _, p := range r.Problems {
+		if p.Severity == finding.Warning {
+			n++
+		}
+	}
+	return n
+}

@@ -30,6 +30,8 @@ type conditionPublisher struct {
 	mu        sync.Mutex
 	desired   []analyzer.ConditionStatus
 	published map[string]analyzer.ConditionStatus
+	// warnings and warned: the same for the active-warnings annotation.
+	warnings, warned int
 	// healthy is the desired gpu-healthy-count label; labelled what the
 	// node shows (-1 before the first successful patch).
 	healthy, labelled int
@@ -40,17 +42,22 @@ type conditionPublisher struct {
 // healthy, so that work needing all eight avoids a node with seven.
 const HealthyGPUsLabel = "gpuheal.io/gpu-healthy-count"
 
+// ActiveWarningsAnnotation is how many warning-severity problems are active
+// on the node now; the controller's health score weighs them.
+const ActiveWarningsAnnotation = "gpuheal.io/active-warnings"
+
 func newConditionPublisher(c rest.Interface, node string, log *slog.Logger) *conditionPublisher {
 	return &conditionPublisher{client: c, node: node, log: log, now: time.Now,
-		published: map[string]analyzer.ConditionStatus{}, labelled: -1, wake: make(chan struct{}, 1)}
+		published: map[string]analyzer.ConditionStatus{}, labelled: -1, warned: -1, wake: make(chan struct{}, 1)}
 }
 
 // set records the conditions and healthy GPU count the node should show
 // and wakes the loop.
-func (p *conditionPublisher) set(conds []analyzer.ConditionStatus, healthyGPUs int) {
+func (p *conditionPublisher) set(conds []analyzer.ConditionStatus, healthyGPUs, warnings int) {
 	p.mu.Lock()
 	p.desired = conds
 	p.healthy = healthyGPUs
+	p.warnings = warnings
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
@@ -93,7 +100,7 @@ func (p *conditionPublisher) sync(ctx context.Context) error {
 			changed = append(changed, c)
 		}
 	}
-	healthy, labelled := p.healthy, p.labelled
+	healthy, labelled, warnings, warned := p.healthy, p.labelled, p.warnings, p.warned
 	p.mu.Unlock()
 	if len(changed) > 0 {
 		if err := patchConditions(ctx, p.client, p.node, changed, p.now()); err != nil {
@@ -105,14 +112,17 @@ func (p *conditionPublisher) sync(ctx context.Context) error {
 		}
 		p.mu.Unlock()
 	}
-	if healthy != labelled {
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, HealthyGPUsLabel, strconv.Itoa(healthy))
+	if healthy != labelled || warnings != warned {
+		// The controller's health score counts the warnings (gpuheal.io/
+		// active-warnings); schedulers read the healthy GPU count.
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q},"annotations":{%q:%q}}}`,
+			HealthyGPUsLabel, strconv.Itoa(healthy), ActiveWarningsAnnotation, strconv.Itoa(warnings))
 		err := p.client.Patch(types.MergePatchType).Resource("nodes").Name(p.node).Body([]byte(patch)).Do(ctx).Error()
 		if err != nil {
 			return fmt.Errorf("labelling node %s: %w", p.node, err)
 		}
 		p.mu.Lock()
-		p.labelled = healthy
+		p.labelled, p.warned = healthy, warnings
 		p.mu.Unlock()
 	}
 	return nil

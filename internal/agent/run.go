@@ -270,7 +270,7 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube r
 			log.Warn("health rule failed", "err", err)
 		}
 		if pub != nil {
-			pub.set(r.Conditions, healthy)
+			pub.set(r.Conditions, healthy, activeWarnings(r))
 			events.offer(r)
 		}
 	})

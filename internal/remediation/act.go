@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
@@ -101,6 +102,16 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 		req.RequestID = token
 	}
 	st.ProviderRequests = append(st.ProviderRequests, req)
+	if err != nil {
+		rec := r.audit.record(in, audit.ProviderError, "provider-error/"+strconv.Itoa(int(st.Attempts)), errorsThisAttempt)
+		rec.Provider, rec.Reason, rec.Message, rec.Severity = prov.Name(), string(action), req.Error, audit.SeverityWarning
+		r.audit.write(ctx, rec)
+	} else {
+		rec := r.audit.record(in, audit.ActionRequested, string(audit.ActionRequested), int(st.Attempts))
+		rec.Provider, rec.RequestID, rec.Action, rec.Reason = prov.Name(), req.RequestID, string(action), string(action)
+		rec.Message = fmt.Sprintf("%s requested from %s", action, prov.Name())
+		r.audit.write(ctx, rec)
+	}
 	switch {
 	case errors.Is(err, provider.ErrUnsupported):
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "Unsupported",
@@ -134,6 +145,7 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 			if err := r.uncordon(ctx, in); err != nil {
 				return ctrl.Result{}, err
 			}
+			r.recovered(ctx, in, in.nr.Spec.NodeName)
 			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "Recovered", "the node is Ready and healthy after the reboot; uncordoned")
 		} else if wait > 0 {
 			return ctrl.Result{RequeueAfter: min(wait, r.poll)}, nil
@@ -143,6 +155,9 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 		}
 		st.Action = v1alpha1.ActionReplace
 		st.Attempts++
+		rec := r.audit.record(in, audit.Escalated, string(audit.Escalated), int(st.Attempts))
+		rec.Action, rec.Reason, rec.Severity = string(v1alpha1.ActionReplace), "RebootDidNotHeal", audit.SeverityWarning
+		r.audit.write(ctx, rec)
 		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseReplacing, "RebootDidNotHeal",
 			fmt.Sprintf("the node was not Ready and healthy %s after the reboot; replacing it", e.RebootTimeout.Duration))
 	}
@@ -182,6 +197,7 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 			return ctrl.Result{}, err
 		}
 	} else if nodeReady(&n) && in.policy.unhealthyNow(&n) == nil {
+		r.recovered(ctx, in, replacement)
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "Replaced", "replacement node "+replacement+" is Ready and healthy")
 	}
 	if since > e.ReplaceTimeout.Duration {
@@ -212,4 +228,12 @@ func (r *remediationReconciler) healthyFor(in *incident) (bool, time.Duration) {
 func nodeReady(n *corev1.Node) bool {
 	c := findCondition(n, string(corev1.NodeReady))
 	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// recovered records that the node, or its replacement, is Ready and healthy.
+func (r *remediationReconciler) recovered(ctx context.Context, in *incident, node string) {
+	rec := r.audit.record(in, audit.Recovered, string(audit.Recovered), 0)
+	rec.Duration = r.clock.Since(in.nr.Spec.Trigger.Since.Time)
+	rec.Message = node + " is Ready and healthy"
+	r.audit.write(ctx, rec)
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuheal/gpuheal/internal/audit"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,7 +73,8 @@ func (r *remediationReconciler) uncordon(ctx context.Context, in *incident) erro
 	if in.node == nil || in.node.Annotations[CordonedByAnnotation] != in.nr.Name {
 		return nil
 	}
-	return r.patchNode(ctx, in, func(n *corev1.Node) bool {
+	rec := r.audit.record(in, audit.Uncordoned, string(audit.Uncordoned), 0)
+	err := r.patchNode(ctx, in, func(n *corev1.Node) bool {
 		if n.Annotations[CordonedByAnnotation] != in.nr.Name {
 			return false
 		}
@@ -83,6 +86,10 @@ func (r *remediationReconciler) uncordon(ctx context.Context, in *incident) erro
 		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UnhealthyTaint })
 		return true
 	})
+	if err == nil {
+		r.audit.write(ctx, rec)
+	}
+	return err
 }
 
 func hasTaint(n *corev1.Node) bool {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
 )
 
 // podNodeField selects a node's pods on the API server, so draining one node
@@ -117,9 +118,18 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 		case err == nil:
 			in.nr.Status.EvictedPods = append(in.nr.Status.EvictedPods, key)
 			changed = true
+			rec := r.audit.record(in, audit.Evicted, "evict/"+key, 0)
+			rec.Pod = key
+			if force {
+				rec.Reason = "ForceDeleted"
+			}
+			r.audit.write(ctx, rec)
 		case apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget says not now
 			refused = append(refused, key)
+			rec := r.audit.record(in, audit.EvictionBlocked, "blocked/"+key, 0)
+			rec.Pod, rec.Reason, rec.Message = key, "EvictionRefused", err.Error()
+			r.audit.write(ctx, rec)
 		default:
 			return ctrl.Result{}, fmt.Errorf("evicting pod %s from node %s: %w", key, in.nr.Spec.NodeName, err)
 		}

@@ -19,8 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
+	"github.com/gpuheal/gpuheal/internal/score"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -82,6 +84,8 @@ type controllerConfig struct {
 	kwok           kwok.Options
 	rest           *rest.Config // default: the admin config
 	leaseNamespace string       // default: "default"
+	audit          audit.Sink
+	history        audit.Reader // loaded for health scores on start
 }
 
 // startController runs a controller (manager + reconcilers + the simulated
@@ -117,6 +121,10 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 	err = Setup(mgr, ControllerOptions{
 		Providers:          set,
 		Poll:               200 * time.Millisecond,
+		Audit:              cfg.audit,
+		AuditReader:        cfg.history,
+		Scorer:             testScorer(h.t),
+		ScoreEvery:         200 * time.Millisecond,
 		SkipNameValidation: true,
 	})
 	if err != nil {
@@ -184,7 +192,7 @@ func (h *harness) setCondition(node, condType string, status corev1.ConditionSta
 
 func (h *harness) breakGPU(node, action string) {
 	h.setCondition(node, gpuCondition, corev1.ConditionFalse, "NvidiaXID79Error",
-		"GPU 3 (GPU-abc, 0000:3b:00.0) fell off the bus; recommended action: "+action)
+		"GPU 3 (GPU-5a3f2e1b-8c4d-4e6f-9a0b-1c2d3e4f5a6b, 0000:3b:00.0) fell off the bus; recommended action: "+action)
 }
 
 // waitFor polls cond every 100 ms until it holds or the timeout passes.
@@ -329,3 +337,11 @@ func (h *harness) markPodReady(ns, name string) {
 }
 
 func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
+
+func testScorer(t testing.TB) *score.Scorer {
+	s, err := score.New(score.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -36,5 +36,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, inFlight, timeToRecover)
+	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, inFlight, timeToRecover, nodeHealthScore)
 }

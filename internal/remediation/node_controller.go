@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
 )
 
 // PolicyLabel on a NodeRemediation names its policy, for listing.
@@ -37,6 +39,7 @@ type nodeReconciler struct {
 	// second incident can be opened for a node in the moment the cache
 	// lags our own create.
 	opened map[string]string
+	audit  auditor
 }
 
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -86,6 +89,12 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	r.mu.Lock()
 	r.opened[node.Name] = name
 	r.mu.Unlock()
+	r.audit.write(ctx, audit.Record{
+		Key: audit.Key(name, string(audit.Detected), 0), Time: r.clock.Now(), Incident: name, Node: node.Name,
+		Policy: p.Name, Kind: audit.Detected, Reason: t.Reason, Severity: audit.SeverityCritical,
+		Message: fmt.Sprintf("%s=%s since %s: %s", t.Type, t.Status, t.Since.UTC().Format(time.RFC3339), t.Message),
+		GPUs:    gpuUUIDs(t.Message), DryRun: p.Spec.DryRun,
+	})
 	log.FromContext(ctx).Info("incident opened", "remediation", name, "condition", t.Type, "status", t.Status, "reason", t.Reason)
 	r.recorder.Eventf(&node, nr, corev1.EventTypeWarning, "IncidentOpened", "OpenIncident",
 		"%s=%s (%s) since %s; remediation %s under policy %s", t.Type, t.Status, t.Reason,

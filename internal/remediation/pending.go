@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
@@ -39,6 +40,7 @@ func (r *remediationReconciler) start(ctx context.Context, in *incident) error {
 		nr.Spec.Trigger.Reason, action, why, r.providerName(in))
 	r.enterPhase(in, v1alpha1.PhasePending, "Decided", msg)
 	r.announce(ctx, in, v1alpha1.PhasePending, "Decided", msg)
+	r.audit.write(ctx, r.audit.record(in, audit.Decided, string(audit.Decided), 0))
 	return nil
 }
 
@@ -169,6 +171,13 @@ func (r *remediationReconciler) hold(ctx context.Context, in *incident, cond str
 			return ctrl.Result{}, fmt.Errorf("recording %s on %s: %w", reason, in.nr.Name, err)
 		}
 		r.recorder.Eventf(in.nr, nil, corev1.EventTypeNormal, reason, "Hold", "%s", msg)
+		kind := audit.Held
+		if cond == v1alpha1.ConditionDryRun {
+			kind = audit.DryRun
+		}
+		rec := r.audit.record(in, kind, string(kind)+"/"+reason, 0)
+		rec.Reason, rec.Message = reason, msg
+		r.audit.write(ctx, rec)
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/provider/karpenter"
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
 	"github.com/gpuheal/gpuheal/internal/provider/none"
+	"github.com/gpuheal/gpuheal/internal/score"
 )
 
 // ProviderOptions chooses and configures the providers a controller offers
@@ -103,6 +104,8 @@ type RunOptions struct {
 	Manager     ManagerOptions
 	Controllers ControllerOptions
 	Providers   ProviderOptions
+	Audit       AuditOptions
+	Score       score.Config
 }
 
 // Run starts the manager with the reconcilers and blocks until ctx ends.
@@ -116,6 +119,21 @@ func Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	o.Controllers.Providers = set
+	aud, err := openAudit(ctx, o.Audit, mgr.GetLogger().WithName("audit"))
+	if err != nil {
+		return err
+	}
+	// Closed after the manager has stopped and its reconciles finished,
+	// so the last steps' records are flushed.
+	defer func() {
+		if cerr := aud.close(); cerr != nil {
+			mgr.GetLogger().Error(cerr, "closing the audit log")
+		}
+	}()
+	o.Controllers.Audit, o.Controllers.AuditReader = aud.sink, aud.reader
+	if o.Controllers.Scorer, err = score.New(o.Score); err != nil {
+		return fmt.Errorf("health score settings: %w", err)
+	}
 	if err := Setup(mgr, o.Controllers); err != nil {
 		return err
 	}

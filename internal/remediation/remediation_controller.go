@@ -39,6 +39,7 @@ type remediationReconciler struct {
 	admitMu sync.Mutex
 	fleet   *fleetCounter
 	slots   slotCounter
+	audit   auditor
 }
 
 // incident is what one reconcile works on.
@@ -127,6 +128,7 @@ func (r *remediationReconciler) setPhase(ctx context.Context, in *incident, phas
 	if prev != "" && !prevSince.IsZero() {
 		phaseDuration.WithLabelValues(string(prev)).Observe(r.clock.Since(prevSince).Seconds())
 	}
+	r.audit.phaseEntered(ctx, in, phase, prevSince)
 	r.announce(ctx, in, phase, reason, message)
 	return nil
 }

@@ -1,7 +1,9 @@
 package remediation
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -29,7 +32,8 @@ func phasesOf(nr v1alpha1.NodeRemediation) []v1alpha1.Phase {
 func TestLifecycle(t *testing.T) {
 	h := newHarness(t, "life", 4)
 	h.create(fastPolicy("life", "life"))
-	h.startController(controllerConfig{})
+	log := audit.NewMemory()
+	stop := h.startController(controllerConfig{audit: log})
 
 	t.Run("replace drains and replaces", func(t *testing.T) {
 		h := h.sub(t)
@@ -64,6 +68,25 @@ func TestLifecycle(t *testing.T) {
 		}
 		if n, ok := h.node(repl[0]); !ok || !testenv.NodeReady(n) {
 			t.Errorf("replacement %s not Ready", repl[0])
+		}
+		recs, err := log.Query(t.Context(), audit.Filter{Incident: nr.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []audit.Kind
+		for _, r := range recs {
+			kinds = append(kinds, r.Kind)
+		}
+		wantKinds := []audit.Kind{audit.Detected, audit.Decided, audit.Cordoned, audit.Evicted, audit.Drained,
+			audit.ActionRequested, audit.Recovered, audit.Succeeded}
+		if !slices.Equal(kinds, wantKinds) {
+			t.Errorf("audit records %v, want %v", kinds, wantKinds)
+		}
+		if len(recs) == len(wantKinds) && (recs[3].Pod != "default/trainer-0" || recs[5].RequestID == "" || recs[7].Duration <= 0) {
+			t.Errorf("records lack detail: evicted %q, request id %q, duration %v", recs[3].Pod, recs[5].RequestID, recs[7].Duration)
+		}
+		if rep, err := log.Verify(t.Context()); err != nil || !rep.OK {
+			t.Errorf("audit chain: %v %v", rep, err)
 		}
 	})
 
@@ -132,5 +155,35 @@ func TestLifecycle(t *testing.T) {
 		if err := h.c.Get(t.Context(), types.NamespacedName{Namespace: "default", Name: "critical-0"}, &pod); err != nil || pod.DeletionTimestamp != nil {
 			t.Errorf("the PDB-protected pod was removed (err %v)", err)
 		}
+	})
+
+	t.Run("health scores published and rebuilt from the audit log after a restart", func(t *testing.T) {
+		h := h.sub(t)
+		rebooted, untouched := h.nodes[1], h.addNodes("life-new", 1)[0]
+		want := map[string][2]string{rebooted: {"81.9", "silver"}, untouched: {"100.0", "gold"}}
+		waitScores := func() {
+			h.waitFor("health scores", 30*time.Second, func() (bool, error) {
+				for node, w := range want {
+					n, _ := h.node(node)
+					if n == nil || n.Annotations[ScoreAnnotation] != w[0] || n.Labels[TierLabel] != w[1] {
+						return false, fmt.Errorf("%s: score %q tier %q, want %v", node, n.Annotations[ScoreAnnotation], n.Labels[TierLabel], w)
+					}
+				}
+				return true, nil
+			})
+		}
+		waitScores()
+		n, _ := h.node(rebooted)
+		if !strings.Contains(n.Annotations[GPUScoresAnnotation], "GPU-") {
+			t.Errorf("per-GPU scores %q, want the GPU the agent named", n.Annotations[GPUScoresAnnotation])
+		}
+		stop()
+		delete(n.Annotations, ScoreAnnotation)
+		delete(n.Labels, TierLabel)
+		if err := h.c.Update(t.Context(), n); err != nil {
+			t.Fatal(err)
+		}
+		h.startController(controllerConfig{audit: log, history: log})
+		waitScores()
 	})
 }

@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/provider"
+	"github.com/gpuheal/gpuheal/internal/score"
 )
 
 // ControllerOptions configures the reconcilers.
@@ -35,6 +37,15 @@ type ControllerOptions struct {
 	Workers int
 	// Name for events and logs.
 	Name string
+	// Audit receives a record of every step (nil: none). Give it a
+	// buffered sink (audit.NewBuffered): remediation never waits on it.
+	Audit audit.Sink
+	// AuditReader loads the incident history for health scores on start.
+	AuditReader audit.Reader
+	// Scorer computes health scores; nil publishes none.
+	Scorer *score.Scorer
+	// ScoreEvery is how often scores are published (default 1m).
+	ScoreEvery time.Duration
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).
 	SkipNameValidation bool
@@ -63,8 +74,19 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 	}
 	recorder := mgr.GetEventRecorder(o.Name)
 	c := mgr.GetClient()
+	aud := auditor{sink: o.Audit}
+	if o.Scorer != nil {
+		if o.ScoreEvery <= 0 {
+			o.ScoreEvery = time.Minute
+		}
+		pub := &scorePublisher{client: c, store: o.AuditReader, scorer: o.Scorer, every: o.ScoreEvery, events: map[string][]score.Event{}}
+		aud.observe = pub.observe
+		if err := mgr.Add(pub); err != nil {
+			return err
+		}
+	}
 
-	nodes := &nodeReconciler{client: c, recorder: recorder, clock: o.Clock, conflicts: map[string]string{}, opened: map[string]string{}}
+	nodes := &nodeReconciler{client: c, recorder: recorder, clock: o.Clock, conflicts: map[string]string{}, opened: map[string]string{}, audit: aud}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("node").
 		For(&corev1.Node{}, builder.WithPredicates(nodeHealthChanged())).
@@ -79,7 +101,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 	fleet := &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second}
 	rems := &remediationReconciler{
 		client: c, reader: mgr.GetAPIReader(), recorder: recorder, clock: o.Clock,
-		providers: o.Providers, poll: o.Poll, fleet: fleet,
+		providers: o.Providers, poll: o.Poll, fleet: fleet, audit: aud,
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("noderemediation").

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	kernelLog := filepath.Join(dir, "kmsg")
-	startClusterAgent(t, node, env.Kubeconfig, kernelLog, filepath.Join(dir, "state"),
+	_, metricsURL := startClusterAgent(t, node, env.Kubeconfig, kernelLog, filepath.Join(dir, "state"),
 		"--sim-schedule="+schedule, "--sim-kernel-log="+kernelLog)
 
 	healthy := waitCondition(ctx, t, env.Client, node, corev1.ConditionTrue)
@@ -64,6 +65,20 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 
 	// Seven of eight GPUs are left for schedulers.
 	waitLabel(ctx, t, env.Client, node, "gpuheal.io/gpu-healthy-count", "7")
+	// The pending row remap is an active warning, counted for the controller's health score.
+	// Its active warnings are counted on the node for the controller's
+	// health score, as many as the agent's own metric says are active.
+	pollUntil(ctx, t, "annotation gpuheal.io/active-warnings matching gpuheal_problem_active{severity=warning}", func() bool {
+		var n corev1.Node
+		active := 0
+		for _, line := range strings.Split(scrape(t, metricsURL), "\n") {
+			if strings.HasPrefix(line, "gpuheal_problem_active{") && strings.Contains(line, `severity="warning"`) && strings.HasSuffix(line, " 1") {
+				active++
+			}
+		}
+		return active >= 1 && env.Client.Get(ctx, client.ObjectKey{Name: node}, &n) == nil &&
+			n.Annotations["gpuheal.io/active-warnings"] == strconv.Itoa(active)
+	})
 
 	// The warning (a pending row remap) is an Event on the node, once.
 	ev := waitEvent(ctx, t, env.Client, node, "NvidiaRowRemapPending")

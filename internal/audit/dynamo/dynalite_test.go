@@ -1,0 +1,107 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// installHint tells a person how to get dynalite.
+const installHint = "install it with ./hack/ensure-dynalite.sh (npm, into hack/tools/dynalite)"
+
+// dynaliteBin finds dynalite: $GPUHEAL_DYNALITE, else the repo-local
+// install of hack/ensure-dynalite.sh.
+func dynaliteBin() (string, error) {
+	if v := os.Getenv("GPUHEAL_DYNALITE"); v != "" {
+		return v, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "ensure-dynalite.sh")); err == nil {
+			bin := filepath.Join(dir, "hack", "tools", "dynalite", "node_modules", ".bin", "dynalite")
+			if _, err := os.Stat(bin); err != nil {
+				return "", fmt.Errorf("dynalite not found at %s", bin)
+			}
+			return bin, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no hack/ensure-dynalite.sh above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// forTest starts dynalite on a free loopback port for t and returns a
+// client for it; dynalite is killed when t ends. Without dynalite it fails
+// under CI=true and skips elsewhere, saying how to install it.
+func forTest(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	bin, err := dynaliteBin()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v: %s", err, installHint)
+		}
+		t.Skipf("skipping: %v: %s", err, installHint)
+	}
+	port := freePort(t)
+	var logs strings.Builder
+	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", fmt.Sprint(port),
+		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	// Dies with the test binary even when t.Cleanup cannot run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting dynalite: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("dynalite output:\n%s", logs.String())
+		}
+	})
+	client := dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(fmt.Sprintf("http://127.0.0.1:%d", port)),
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDGPUHEALTEST", "secret", ""),
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
+		cancel()
+		if err == nil {
+			return client
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dynalite did not answer on port %d within 20s: %v\n%s", port, err, logs.String())
+		}
+		poll := time.NewTimer(25 * time.Millisecond)
+		<-poll.C
+	}
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}

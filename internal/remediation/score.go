@@ -1,0 +1,206 @@
+package remediation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/score"
+)
+
+// Where the score is published on each Node.
+const (
+	ScoreAnnotation     = "gpuheal.io/health-score"
+	TierLabel           = "gpuheal.io/health-tier"
+	GPUScoresAnnotation = "gpuheal.io/gpu-health-scores"
+	// RiskAnnotation is where the agent's predictor publishes a node's
+	// failure risk (0–1); absent means unknown.
+	RiskAnnotation = "gpuheal.io/failure-risk"
+	// WarningsAnnotation is the number of warnings the agent reports now.
+	WarningsAnnotation = "gpuheal.io/active-warnings" // set by the agent
+)
+
+var nodeHealthScore = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "gpuheal_node_health_score",
+	Help: "Health score 0–100 of each GPU node: decayed incident history, current warnings and predicted risk (docs/health-score.md).",
+}, []string{"node", "tier"})
+
+// scorePublisher keeps every node's score current. Its history is the
+// audit log: loaded from the store on start (so it survives restarts) and
+// fed by the records this controller writes afterwards.
+type scorePublisher struct {
+	client client.Client
+	store  audit.Reader // nil: history starts empty
+	scorer *score.Scorer
+	every  time.Duration
+
+	mu     sync.Mutex
+	events map[string][]score.Event // node → incidents, one per Decided record
+}
+
+// NeedLeaderElection: only the leader writes labels.
+func (s *scorePublisher) NeedLeaderElection() bool { return true }
+
+// observe takes the controller's own records as they are written.
+func (s *scorePublisher) observe(r audit.Record) {
+	if r.Kind != audit.Decided {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events[r.Node] = append(s.events[r.Node], eventsOf(r)...)
+}
+
+// eventsOf turns one incident's decision into score events: one for the
+// node (no GPU), and one per GPU the agent named. The node's score counts
+// only the first kind, so an incident naming two GPUs weighs once.
+func eventsOf(r audit.Record) []score.Event {
+	class := score.ClassFor(r.Action, r.Severity)
+	if r.Action == "Ignore" {
+		class = score.ClassRestartApp
+	}
+	out := []score.Event{{Time: r.Time, Class: class}}
+	for _, g := range r.GPUs {
+		out = append(out, score.Event{Time: r.Time, Class: class, GPU: g})
+	}
+	return out
+}
+
+func (s *scorePublisher) Start(ctx context.Context) error {
+	if err := s.load(ctx); err != nil {
+		// The scores then start from what this process sees; say so.
+		log.FromContext(ctx).Error(err, "loading incident history for health scores")
+	}
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		if err := s.publish(ctx); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "publishing health scores")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *scorePublisher) load(ctx context.Context) error {
+	if s.store == nil {
+		return nil
+	}
+	recs, err := s.store.Query(ctx, audit.Filter{Since: time.Now().Add(-s.scorer.Horizon()), Limit: -1})
+	if err != nil {
+		return fmt.Errorf("querying the audit store: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		if r.Kind == audit.Decided {
+			s.events[r.Node] = append(s.events[r.Node], eventsOf(r)...)
+		}
+	}
+	return nil
+}
+
+// publish scores every node and patches those whose score or tier changed.
+func (s *scorePublisher) publish(ctx context.Context) error {
+	var nodes corev1.NodeList
+	if err := s.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	now := time.Now()
+	nodeHealthScore.Reset()
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		in, gpuIn := s.input(n, now)
+		res := s.scorer.Score(in, now)
+		prev, _ := score.ParseTier(n.Labels[TierLabel])
+		tier := s.scorer.TierWithHysteresis(prev, res.Score)
+		nodeHealthScore.WithLabelValues(n.Name, string(tier)).Set(res.Score)
+		gpus := gpuScoresText(s.scorer.ScoreGPUs(gpuIn, now))
+		if n.Annotations[ScoreAnnotation] == res.ScoreText() && n.Labels[TierLabel] == string(tier) &&
+			n.Annotations[GPUScoresAnnotation] == gpus {
+			continue
+		}
+		if err := s.patch(ctx, n.Name, res.ScoreText(), string(tier), gpus); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// input returns the node's scoring input (incidents, warnings, risk) and
+// the per-GPU one (the incidents that named a GPU).
+func (s *scorePublisher) input(n *corev1.Node, now time.Time) (score.Input, score.Input) {
+	s.mu.Lock()
+	evs := s.events[n.Name]
+	// Forget what can no longer count.
+	horizon := now.Add(-s.scorer.Horizon())
+	kept := evs[:0]
+	for _, e := range evs {
+		if e.Time.After(horizon) {
+			kept = append(kept, e)
+		}
+	}
+	s.events[n.Name] = kept
+	var in, gpus score.Input
+	for _, e := range kept {
+		if e.GPU == "" {
+			in.Events = append(in.Events, e)
+		} else {
+			gpus.Events = append(gpus.Events, e)
+		}
+	}
+	s.mu.Unlock()
+	if v, err := strconv.ParseFloat(n.Annotations[RiskAnnotation], 64); err == nil {
+		in.Risk = v
+	}
+	if v, err := strconv.Atoi(n.Annotations[WarningsAnnotation]); err == nil {
+		in.Warnings = v
+	}
+	return in, gpus
+}
+
+// gpuScoresText is the per-GPU annotation: a JSON object UUID → score, or
+// empty when no GPU of the node has a history.
+func gpuScoresText(m map[string]score.Result) string {
+	if len(m) == 0 {
+		return ""
+	}
+	out := make(map[string]string, len(m))
+	for k, r := range m {
+		out[k] = r.ScoreText()
+	}
+	b, _ := json.Marshal(out) // map keys are sorted by encoding/json
+	return string(b)
+}
+
+// patch writes the score as a merge patch of labels and annotations, which
+// merge by key: no resourceVersion is needed and nothing else is touched.
+func (s *scorePublisher) patch(ctx context.Context, node, scoreText, tier, gpus string) error {
+	ann := map[string]any{ScoreAnnotation: scoreText, GPUScoresAnnotation: nil}
+	if gpus != "" {
+		ann[GPUScoresAnnotation] = gpus
+	}
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":      map[string]string{TierLabel: tier},
+		"annotations": ann,
+	}})
+	n := &corev1.Node{}
+	n.Name = node
+	if err := s.client.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("publishing health score of node %s: %w", node, err)
+	}
+	return nil
+}
