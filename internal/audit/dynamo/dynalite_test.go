@@ -24,6 +24,9 @@ const installHint = "install it with ./hack/ensure-dynalite.sh (npm, into hack/t
 // install of hack/ensure-dynalite.sh.
 func dynaliteBin() (string, error) {
 	if v := os.Getenv("GPUHEAL_DYNALITE"); v != "" {
+		if _, err := os.Stat(v); err != nil {
+			return "", fmt.Errorf("dynalite not found at $GPUHEAL_DYNALITE: %w", err)
+		}
 		return v, nil
 	}
 	dir, err := os.Getwd()
