@@ -56,6 +56,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.Float64Var(&sc.GoldMin, "score-gold-min", sc.GoldMin, "health score: lowest score of the gold tier")
 	fs.Float64Var(&sc.SilverMin, "score-silver-min", sc.SilverMin, "health score: lowest score of the silver tier")
 	fs.DurationVar(&c.ScoreEvery, "score-interval", time.Minute, "how often health scores are published on the nodes")
+	fs.BoolVar(&c.ProtectGold, "protect-gold-from-scale-in", false, "keep gold-tier nodes out of scale-in through the node's provider (aws: Auto Scaling instance protection), so a shrinking group removes the least trusted first")
 	flagenv.Usage(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err

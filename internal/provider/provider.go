@@ -42,6 +42,19 @@ type Provider interface {
 	Status(ctx context.Context, node *corev1.Node) (InstanceStatus, error)
 }
 
+// ScaleInProtector is implemented by providers that can keep a node's
+// machine out of scale-in, so that a shrinking group removes the least
+// trusted machines first. The controller protects gold nodes, and lifts the
+// protection when a node drops below gold, only where the operator opts in;
+// a provider that lacks it (or returns ErrUnsupported for a node) just
+// leaves scale-in to the group's own policy.
+//
+// Like every call here it must be safe to repeat: setting the protection a
+// machine already has is a no-op.
+type ScaleInProtector interface {
+	SetScaleInProtection(ctx context.Context, node *corev1.Node, protected bool) error
+}
+
 // State is the lifecycle state of a machine as its provider sees it.
 type State string
 

@@ -5,6 +5,7 @@ package remediation
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,10 @@ type ManagerOptions struct {
 	// WrapClient, when set, wraps the manager's client (tests inject API
 	// errors with controller-runtime's interceptor).
 	WrapClient func(client.WithWatch) client.Client
+	// ExtraHandlers are served beside /metrics (the audit API), so the
+	// CLI reaches them through the API server's service proxy and no
+	// other port is opened.
+	ExtraHandlers map[string]http.Handler
 }
 
 // NewManager builds the manager: leader election on a Lease (released on
@@ -101,7 +106,7 @@ func NewManager(opts ManagerOptions) (manager.Manager, error) {
 			}
 			return opts.WrapClient(c), nil
 		},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddress},
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddress, ExtraHandlers: opts.ExtraHandlers},
 		HealthProbeBindAddress:        opts.HealthAddress,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              opts.LeaderElectionID,

@@ -3,13 +3,16 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/gpuheal/gpuheal/internal/auditapi"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/provider/aws"
 	"github.com/gpuheal/gpuheal/internal/provider/clusterapi"
@@ -110,6 +113,19 @@ type RunOptions struct {
 
 // Run starts the manager with the reconcilers and blocks until ctx ends.
 func Run(ctx context.Context, o RunOptions) error {
+	log := ctrl.Log.WithName("audit")
+	aud, err := openAudit(ctx, o.Audit, log)
+	if err != nil {
+		return err
+	}
+	// Closed after the manager has stopped and its reconciles finished,
+	// so the last steps' records are flushed.
+	defer func() {
+		if cerr := aud.close(); cerr != nil {
+			log.Error(cerr, "closing the audit log")
+		}
+	}()
+	o.Manager.ExtraHandlers = map[string]http.Handler{auditapi.Prefix: auditapi.Handler(aud.reader)}
 	mgr, err := NewManager(o.Manager)
 	if err != nil {
 		return err
@@ -119,17 +135,6 @@ func Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	o.Controllers.Providers = set
-	aud, err := openAudit(ctx, o.Audit, mgr.GetLogger().WithName("audit"))
-	if err != nil {
-		return err
-	}
-	// Closed after the manager has stopped and its reconciles finished,
-	// so the last steps' records are flushed.
-	defer func() {
-		if cerr := aud.close(); cerr != nil {
-			mgr.GetLogger().Error(cerr, "closing the audit log")
-		}
-	}()
 	o.Controllers.Audit, o.Controllers.AuditReader = aud.sink, aud.reader
 	if o.Controllers.Scorer, err = score.New(o.Score); err != nil {
 		return fmt.Errorf("health score settings: %w", err)

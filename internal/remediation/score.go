@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/score"
 )
 
@@ -26,6 +27,9 @@ const (
 	// RiskAnnotation is where the agent's predictor publishes a node's
 	// failure risk (0–1); absent means unknown.
 	RiskAnnotation = "gpuheal.io/failure-risk"
+	// ScaleInProtectedAnnotation records the scale-in protection the
+	// controller last set through the node's provider (opt-in).
+	ScaleInProtectedAnnotation = "gpuheal.io/scale-in-protected"
 	// WarningsAnnotation is the number of warnings the agent reports now.
 	WarningsAnnotation = "gpuheal.io/active-warnings" // set by the agent
 )
@@ -43,6 +47,10 @@ type scorePublisher struct {
 	store  audit.Reader // nil: history starts empty
 	scorer *score.Scorer
 	every  time.Duration
+
+	// providers, when set, protect gold nodes from scale-in (opt-in):
+	// a shrinking group then removes the least trusted nodes first.
+	providers provider.Set
 
 	mu     sync.Mutex
 	events map[string][]score.Event // node → incidents, one per Decided record
@@ -129,6 +137,9 @@ func (s *scorePublisher) publish(ctx context.Context) error {
 		tier := s.scorer.TierWithHysteresis(prev, res.Score)
 		nodeHealthScore.WithLabelValues(n.Name, string(tier)).Set(res.Score)
 		gpus := gpuScoresText(s.scorer.ScoreGPUs(gpuIn, now))
+		if s.providers != nil {
+			s.protect(ctx, n, tier == score.Gold)
+		}
 		if n.Annotations[ScoreAnnotation] == res.ScoreText() && n.Labels[TierLabel] == string(tier) &&
 			n.Annotations[GPUScoresAnnotation] == gpus {
 			continue
@@ -203,4 +214,40 @@ func (s *scorePublisher) patch(ctx context.Context, node, scoreText, tier, gpus 
 		return fmt.Errorf("publishing health score of node %s: %w", node, err)
 	}
 	return nil
+}
+
+// protect asks the node's provider to keep a gold node out of scale-in and
+// to release any other, when that differs from what was last set. A
+// provider that cannot (karpenter, clusterapi, none) is skipped quietly;
+// a failure is logged and tried again at the next publication.
+func (s *scorePublisher) protect(ctx context.Context, n *corev1.Node, want bool) {
+	if n.Annotations[ScaleInProtectedAnnotation] == strconv.FormatBool(want) {
+		return
+	}
+	if !want && n.Annotations[ScaleInProtectedAnnotation] == "" {
+		return // never protected by us: nothing to undo
+	}
+	name := ""
+	if pols, err := policiesFor(ctx, s.client, n); err == nil && len(pols) == 1 {
+		name = pols[0].Spec.Provider
+	}
+	p, err := s.providers.For(name, n)
+	if err != nil {
+		return
+	}
+	sp, ok := p.(provider.ScaleInProtector)
+	if !ok {
+		return
+	}
+	if err := sp.SetScaleInProtection(ctx, n, want); err != nil {
+		log.FromContext(ctx).Error(err, "setting scale-in protection", "node", n.Name, "protected", want)
+		return
+	}
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		ScaleInProtectedAnnotation: strconv.FormatBool(want)}}})
+	patch := &corev1.Node{}
+	patch.Name = n.Name
+	if err := s.client.Patch(ctx, patch, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
+		log.FromContext(ctx).Error(err, "recording scale-in protection", "node", n.Name)
+	}
 }

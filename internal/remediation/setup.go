@@ -46,6 +46,9 @@ type ControllerOptions struct {
 	Scorer *score.Scorer
 	// ScoreEvery is how often scores are published (default 1m).
 	ScoreEvery time.Duration
+	// ProtectGold keeps gold nodes out of scale-in through providers that
+	// can (aws: Auto Scaling instance protection; kwok simulates it).
+	ProtectGold bool
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).
 	SkipNameValidation bool
@@ -80,6 +83,9 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 			o.ScoreEvery = time.Minute
 		}
 		pub := &scorePublisher{client: c, store: o.AuditReader, scorer: o.Scorer, every: o.ScoreEvery, events: map[string][]score.Event{}}
+		if o.ProtectGold {
+			pub.providers = o.Providers
+		}
 		aud.observe = pub.observe
 		if err := mgr.Add(pub); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -62,13 +63,10 @@ func (f *fleetClock) follow(ctx context.Context, b *testing.B, c client.WithWatc
 	}()
 }
 
-func benchScheme(b *testing.B) *runtime.Scheme {
+func benchScheme(b testing.TB) *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		b.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		b.Fatal(err)
+	if err := errors.Join(clientgoscheme.AddToScheme(s), v1alpha1.AddToScheme(s)); err != nil {
+		panic(err) // both are generated registrations; an error is a build problem
 	}
 	return s
 }
@@ -242,7 +240,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	b.Logf("controller peak RSS %.1f MiB over the run", float64(peakRSS)/1024)
 }
 
-func breakNode(ctx context.Context, b *testing.B, c client.Client, node string) time.Time {
+func breakNode(ctx context.Context, b testing.TB, c client.Client, node string) time.Time {
 	now := metav1.Now()
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{{
 		Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error",

@@ -65,8 +65,8 @@ func (f *fakeAWS) describeAutoScalingInstances(form url.Values, a answer) {
 		fmt.Fprintf(&members, `<member><InstanceId>%s</InstanceId><InstanceType>p5.48xlarge</InstanceType>`+
 			`<AutoScalingGroupName>%s</AutoScalingGroupName><AvailabilityZone>%s</AvailabilityZone>`+
 			`<LifecycleState>%s</LifecycleState><HealthStatus>HEALTHY</HealthStatus>`+
-			`<ProtectedFromScaleIn>false</ProtectedFromScaleIn></member>`,
-			esc(id), esc(in.Group), esc(in.Zone), esc(in.Lifecycle))
+			`<ProtectedFromScaleIn>%t</ProtectedFromScaleIn></member>`,
+			esc(id), esc(in.Group), esc(in.Zone), esc(in.Lifecycle), in.Protected)
 	}
 	a.ok(fmt.Sprintf(`<DescribeAutoScalingInstancesResponse xmlns="%s"><DescribeAutoScalingInstancesResult>`+
 		`<AutoScalingInstances>%s</AutoScalingInstances></DescribeAutoScalingInstancesResult>`+
@@ -105,4 +105,27 @@ func (f *fakeAWS) terminateInstanceInAutoScalingGroup(form url.Values, a answer)
 		`</TerminateInstanceInAutoScalingGroupResult><ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata>`+
 		`</TerminateInstanceInAutoScalingGroupResponse>`,
 		asgNS, esc(activity), esc(in.Group), esc(id), esc(id), a.requestID))
+}
+
+// setInstanceProtection checks, as AWS does, that every instance is in the
+// named group before it changes any.
+func (f *fakeAWS) setInstanceProtection(form url.Values, a answer) {
+	group, ids := form.Get("AutoScalingGroupName"), listed(form, "InstanceIds.member")
+	protected := form.Get("ProtectedFromScaleIn")
+	if group == "" || len(ids) == 0 || (protected != "true" && protected != "false") {
+		a.fail(http.StatusBadRequest, "ValidationError", "AutoScalingGroupName, InstanceIds and ProtectedFromScaleIn are required")
+		return
+	}
+	for _, id := range ids {
+		if in, ok := f.instances[id]; !ok || in.Group != group {
+			a.fail(http.StatusBadRequest, "ValidationError", fmt.Sprintf("The instance %s is not part of Auto Scaling group %s.", id, group))
+			return
+		}
+	}
+	for _, id := range ids {
+		f.instances[id].Protected = protected == "true"
+	}
+	a.ok(fmt.Sprintf(`<SetInstanceProtectionResponse xmlns="%s"><SetInstanceProtectionResult/>`+
+		`<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></SetInstanceProtectionResponse>`,
+		asgNS, a.requestID))
 }

@@ -31,6 +31,7 @@ type fakeInstance struct {
 	Group     string // Auto Scaling group, "" for none
 	Lifecycle string // Auto Scaling lifecycle state
 	Zone      string
+	Protected bool // Auto Scaling's ProtectedFromScaleIn
 
 	Reboots      int
 	Terminations int
@@ -171,6 +172,8 @@ func (f *fakeAWS) dispatch(action string, form url.Values, a answer) {
 		f.describeAutoScalingInstances(form, a)
 	case "TerminateInstanceInAutoScalingGroup":
 		f.terminateInstanceInAutoScalingGroup(form, a)
+	case "SetInstanceProtection":
+		f.setInstanceProtection(form, a)
 	default:
 		a.fail(http.StatusBadRequest, "InvalidAction", "fake does not implement "+action)
 	}

@@ -2,9 +2,10 @@ package aws
 
 import "sync"
 
-// memo is a small, bounded record of finished actions: key → request id.
-// It only spares AWS calls within one process; correctness across restarts
-// comes from asking AWS (see Replace).
+// memo is a small, bounded record of finished actions (key → request id)
+// or of looked-up facts (instance → Auto Scaling group). It only spares AWS
+// calls within one process; correctness across restarts comes from asking
+// AWS (see Replace).
 type memo struct {
 	mu    sync.Mutex
 	ids   map[string]string
@@ -39,6 +40,22 @@ func (m *memo) put(key, id string) {
 	for len(m.order) > m.max {
 		delete(m.ids, m.order[0])
 		m.order = m.order[1:]
+	}
+}
+
+// forget drops key, so that the next get misses.
+func (m *memo) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.ids[key]; !ok {
+		return
+	}
+	delete(m.ids, key)
+	for i, k := range m.order {
+		if k == key {
+			m.order = append(m.order[:i], m.order[i+1:]...)
+			break
+		}
 	}
 }
 

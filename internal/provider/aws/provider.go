@@ -1,7 +1,8 @@
 // Package aws reboots and replaces GPU nodes that run on EC2: reboot through
 // EC2 RebootInstances, replace by terminating the instance in its Auto
-// Scaling group (which then launches a new one), and status through EC2
-// DescribeInstances. The node's region and instance come from its
+// Scaling group (which then launches a new one), status through EC2
+// DescribeInstances, and scale-in protection through Auto Scaling
+// SetInstanceProtection. The node's region and instance come from its
 // spec.providerID, so one controller serves nodes in several regions.
 //
 // See docs/aws.md for the IAM policy it needs.
@@ -33,6 +34,10 @@ type Provider struct {
 	// call repeated after a lost status update neither reboots twice nor
 	// needs the Auto Scaling group to tell it the activity id again.
 	done *memo
+	// groups remembers each instance's Auto Scaling group (region/id →
+	// name) for SetScaleInProtection, which the controller calls whenever
+	// a node's tier changes.
+	groups *memo
 }
 
 type regionClients struct {
@@ -40,7 +45,10 @@ type regionClients struct {
 	asg *autoscaling.Client
 }
 
-var _ provider.Provider = (*Provider)(nil)
+var (
+	_ provider.Provider         = (*Provider)(nil)
+	_ provider.ScaleInProtector = (*Provider)(nil)
+)
 
 // New makes a provider. Without WithConfig it loads credentials the SDK's
 // usual way (environment, IRSA or EKS Pod Identity, shared config, IMDS),
@@ -67,6 +75,7 @@ func New(ctx context.Context, opts ...Option) (*Provider, error) {
 		opts:     o,
 		byRegion: map[string]*regionClients{},
 		done:     newMemo(1024),
+		groups:   newMemo(8192),
 	}, nil
 }
 

@@ -29,6 +29,8 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 		{name: "ASG Throttling on terminate", action: "TerminateInstanceInAutoScalingGroup", status: http.StatusBadRequest, code: "Throttling", times: 3},
 		{name: "ASG ResourceContention", action: "TerminateInstanceInAutoScalingGroup", status: http.StatusBadRequest, code: "ResourceContention", times: 2},
 		{name: "ASG 503", action: "TerminateInstanceInAutoScalingGroup", status: http.StatusServiceUnavailable, times: 1},
+		{name: "ASG Throttling on set protection", action: "SetInstanceProtection", status: http.StatusBadRequest, code: "Throttling", times: 3},
+		{name: "ASG ResourceContention on set protection", action: "SetInstanceProtection", status: http.StatusBadRequest, code: "ResourceContention", times: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,6 +52,7 @@ func TestPermanentErrorsAreNotRetried(t *testing.T) {
 		{name: "EC2 UnauthorizedOperation", action: "RebootInstances", status: http.StatusForbidden, code: "UnauthorizedOperation"},
 		{name: "ASG AccessDenied on describe", action: "DescribeAutoScalingInstances", status: http.StatusForbidden, code: "AccessDenied"},
 		{name: "ASG AccessDenied on terminate", action: "TerminateInstanceInAutoScalingGroup", status: http.StatusForbidden, code: "AccessDenied"},
+		{name: "ASG AccessDenied on set protection", action: "SetInstanceProtection", status: http.StatusForbidden, code: "AccessDenied"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +112,8 @@ func runFor(t *testing.T, p *Provider, action string) error {
 		_, err = p.Status(t.Context(), node)
 	case "DescribeAutoScalingInstances", "TerminateInstanceInAutoScalingGroup":
 		_, err = p.Replace(t.Context(), node, "nr-1")
+	case "SetInstanceProtection":
+		err = p.SetScaleInProtection(t.Context(), node, true)
 	default:
 		t.Fatalf("no provider method calls %s", action)
 	}

@@ -2,7 +2,8 @@
 // fakes (annotated kwok.x-k8s.io/node=fake); a reboot takes a node away from
 // kwok so that it goes NotReady, a replace creates a new fake node and
 // deletes the old one, and the Booter brings booting nodes back when their
-// boot time has passed.
+// boot time has passed. Scale-in protection is an annotation, which ScaleIn,
+// a simulated shrinking group, respects.
 //
 // Every piece of state lives on the Node objects (labels and annotations),
 // so a controller that restarts, or a standby that takes over, carries on

@@ -38,6 +38,9 @@ func TestKwok(t *testing.T) {
 	t.Run("the Booter waits for the ready time and holds the node NotReady", func(t *testing.T) {
 		testBooterWaits(t, c)
 	})
+	t.Run("scale-in takes unprotected nodes only", func(t *testing.T) {
+		testScaleIn(t, c, fast)
+	})
 	t.Run("missing nodes are ErrNotFound", func(t *testing.T) {
 		testMissing(t, c, fast)
 	})
@@ -290,6 +293,9 @@ func testMissing(t *testing.T, c client.Client, opts Options) {
 	}
 	if _, err := p.Replace(ctx, ghost, "inc-g"); !errors.Is(err, provider.ErrNotFound) || !strings.Contains(err.Error(), "ghost-0000") {
 		t.Errorf("Replace(ghost) err = %v, want ErrNotFound naming the node", err)
+	}
+	if err := p.SetScaleInProtection(ctx, ghost, true); !errors.Is(err, provider.ErrNotFound) || !strings.Contains(err.Error(), "ghost-0000") {
+		t.Errorf("SetScaleInProtection(ghost) err = %v, want ErrNotFound naming the node", err)
 	}
 	if got := replacementsOf(t, c, "ghost-0000"); len(got) != 0 {
 		t.Errorf("Replace of a missing node created %v", got)

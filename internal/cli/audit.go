@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/audit/jsonl"
+	"github.com/gpuheal/gpuheal/internal/audit/sqlite"
+	"github.com/gpuheal/gpuheal/internal/auditapi"
+)
+
+// Exit status of audit verify, in diagnose's convention: 2 for the bad
+// outcome (here a broken chain), 4 for a log that could not be read.
+const (
+	exitChainBroken = 2
+	exitUnreadable  = 4
+)
+
+// auditSourceOptions says where incidents and audit read the audit log.
+type auditSourceOptions struct {
+	kube          kubeOptions
+	namespace     string
+	service       string
+	port          string
+	controllerURL string
+	dbPath        string
+	jsonlPath     string
+}
+
+func (o *auditSourceOptions) addFlags(fs *pflag.FlagSet) {
+	o.kube.addFlags(fs)
+	fs.StringVarP(&o.namespace, "namespace", "n", auditapi.DefaultNamespace, "namespace of the controller's Service")
+	fs.StringVar(&o.service, "service", auditapi.DefaultService, "the controller's Service, reached through the API server's service proxy")
+	fs.StringVar(&o.port, "service-port", auditapi.DefaultPort, "name or number of the Service's metrics port")
+	fs.StringVar(&o.controllerURL, "controller-url", "", "talk to the controller directly (a port-forward: http://localhost:8080) instead of through the API server")
+	fs.StringVar(&o.dbPath, "audit-db", "", "read a SQLite audit file offline (a copy, or the live file: it is opened read-only)")
+	fs.StringVar(&o.jsonlPath, "audit-jsonl", "", "read a JSON lines audit file offline (a JSONL sink's file, or an export)")
+}
+
+// open returns the reader the flags choose and a function to release it.
+func (o *auditSourceOptions) open(ctx context.Context) (audit.Reader, func(), error) {
+	set := 0
+	for _, v := range []string{o.controllerURL, o.dbPath, o.jsonlPath} {
+		if v != "" {
+			set++
+		}
+	}
+	if set > 1 {
+		return nil, nil, errors.New("give at most one of --controller-url, --audit-db and --audit-jsonl")
+	}
+	noop := func() {}
+	switch {
+	case o.dbPath != "":
+		s, err := sqlite.Open(ctx, o.dbPath, sqlite.Options{ReadOnly: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, func() { _ = s.Close() }, nil
+	case o.jsonlPath != "":
+		if _, err := os.Stat(o.jsonlPath); err != nil {
+			return nil, nil, fmt.Errorf("audit file: %w", err)
+		}
+		return jsonlFile(o.jsonlPath), noop, nil
+	case o.controllerURL != "":
+		c, err := auditapi.NewClient(o.controllerURL, nil)
+		return c, noop, err
+	}
+	cfg, err := o.kube.restConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := auditapi.NewServiceProxyClient(cfg, auditapi.Service{Namespace: o.namespace, Name: o.service, Port: o.port})
+	return c, noop, err
+}
+
+// jsonlFile reads a JSON lines audit file without opening it for writing
+// (jsonl.OpenFile would create it, and refuses a broken one, which verify
+// must report instead).
+type jsonlFile string
+
+func (p jsonlFile) Query(_ context.Context, f audit.Filter) ([]audit.Record, error) {
+	r, err := os.Open(string(p))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	var out []audit.Record
+	var bad error
+	err = jsonl.Scan(r, func(line int, rec audit.Record, err error) bool {
+		if err != nil {
+			bad = fmt.Errorf("audit file %s line %d: %w", p, line, err)
+			return false
+		}
+		if f.Match(&rec) {
+			out = append(out, rec)
+		}
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n := f.EffectiveLimit(); n > 0 && len(out) > n {
+		out = slices.Clone(out[len(out)-n:])
+	}
+	return out, nil
+}
+
+func (p jsonlFile) Verify(context.Context) (audit.Report, error) {
+	r, err := os.Open(string(p))
+	if err != nil {
+		return audit.Report{}, err
+	}
+	defer func() { _ = r.Close() }()
+	return jsonl.Verify(r)
+}
+
+func (p jsonlFile) Export(_ context.Context, w io.Writer) error {
+	r, err := os.Open(string(p))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Close() }()
+	_, err = io.Copy(w, r)
+	return err
+}
+
+func newAuditCommand(out io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Verify or export the controller's audit log",
+	}
+	cmd.AddCommand(newAuditVerifyCommand(out), newAuditExportCommand(out))
+	return cmd
+}
+
+func newAuditVerifyCommand(out io.Writer) *cobra.Command {
+	o := &auditSourceOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check the audit log's hash chain: no record removed, reordered or edited",
+		Long: `Walks the audit log's hash chain and prints OK with the record count and the
+head (keep a copy of the head elsewhere: a rewritten chain has another), or the
+first bad record with its seq, key and what is wrong with it.
+
+By default it asks the controller, through the API server's service proxy;
+--controller-url, --audit-db or --audit-jsonl read elsewhere.
+
+Exit status: 0 the chain holds, 2 it is broken, 4 the log could not be read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, closeFn, err := o.open(cmd.Context())
+			if err != nil {
+				return &ExitError{Code: exitUnreadable, Err: err}
+			}
+			defer closeFn()
+			rep, err := r.Verify(cmd.Context())
+			if err != nil {
+				return &ExitError{Code: exitUnreadable, Err: err}
+			}
+			fmt.Fprintln(out, rep.String())
+			if !rep.OK {
+				return &ExitError{Code: exitChainBroken, Err: errSilent}
+			}
+			return nil
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func newAuditExportCommand(out io.Writer) *cobra.Command {
+	o := &auditSourceOptions{}
+	var format string
+	cmd := &cobra.Command{
+		Use:   "export [--format jsonl]",
+		Short: "Write every audit record, oldest first, as JSON lines to stdout",
+		Long: `Writes the whole audit log, oldest first, one JSON object per line (the format
+in docs/audit.md). The output verifies on its own: gpuheal audit verify --audit-jsonl FILE.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if format != "jsonl" {
+				return fmt.Errorf("--format %q: want jsonl", format)
+			}
+			r, closeFn, err := o.open(cmd.Context())
+			if err != nil {
+				return &ExitError{Code: exitUnreadable, Err: err}
+			}
+			defer closeFn()
+			if err := r.Export(cmd.Context(), out); err != nil {
+				return &ExitError{Code: exitUnreadable, Err: fmt.Errorf("exporting the audit log: %w", err)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "jsonl", "output format: jsonl")
+	o.addFlags(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/gpuheal/gpuheal/internal/audit"
+)
+
+type incidentsOptions struct {
+	source auditSourceOptions
+	node   string
+	since  time.Duration
+	output string
+	now    func() time.Time
+}
+
+func newIncidentsCommand(out io.Writer) *cobra.Command {
+	o := &incidentsOptions{now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "incidents [--node N] [--since 24h] [-o table|json]",
+		Short: "Incidents from the audit log, newest first",
+		Long: `Groups the audit log's records by incident and prints, newest first: the
+incident, its node, when it opened, the action chosen, the outcome (Succeeded,
+Failed or Cancelled once it ended, else its current phase), how long it took
+(so far, for one still open) and why it opened.
+
+By default it asks the controller, through the API server's service proxy;
+--controller-url, --audit-db or --audit-jsonl read elsewhere.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.output != "table" && o.output != "json" {
+				return fmt.Errorf("-o %q: want table or json", o.output)
+			}
+			if o.since < 0 {
+				return fmt.Errorf("--since %s: must not be negative", o.since)
+			}
+			return runIncidents(cmd.Context(), out, o)
+		},
+	}
+	o.source.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.node, "node", "", "only incidents of this node")
+	cmd.Flags().DurationVar(&o.since, "since", 24*time.Hour, "incidents with a step this recent; 0 for all")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+// incident is one row of the listing.
+type incident struct {
+	Incident string    `json:"incident"`
+	Node     string    `json:"node"`
+	Opened   time.Time `json:"opened"`
+	Last     time.Time `json:"last"`
+	Action   string    `json:"action,omitempty"`
+	// Outcome is the terminal kind once the incident ended, else its phase.
+	Outcome  string `json:"outcome"`
+	Ended    bool   `json:"ended"`
+	Duration string `json:"duration"`
+	Reason   string `json:"reason,omitempty"`
+	Records  int    `json:"records"`
+
+	duration time.Duration
+}
+
+func runIncidents(ctx context.Context, out io.Writer, o *incidentsOptions) error {
+	r, closeFn, err := o.source.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	now := o.now()
+	f := audit.Filter{Node: o.node, Limit: -1}
+	if o.since > 0 {
+		f.Since = now.Add(-o.since)
+	}
+	recs, err := r.Query(ctx, f)
+	if err != nil {
+		return err
+	}
+	recs, err = completeIncidents(ctx, r, recs)
+	if err != nil {
+		return err
+	}
+	incs := summarize(recs)
+	if o.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if incs == nil {
+			incs = []incident{}
+		}
+		return enc.Encode(incs)
+	}
+	return writeIncidentTable(out, incs, now)
+}
+
+// completeIncidents adds the earlier records of incidents that began
+// before --since, so that OPENED and REASON are the incident's, not those
+// of its first step in the window. One query per such incident: few, since
+// an incident lasts minutes.
+func completeIncidents(ctx context.Context, r audit.Reader, recs []audit.Record) ([]audit.Record, error) {
+	first := map[string]audit.Kind{}
+	for i := range recs {
+		if _, ok := first[recs[i].Incident]; !ok && recs[i].Incident != "" {
+			first[recs[i].Incident] = recs[i].Kind
+		}
+	}
+	have := map[uint64]bool{}
+	for _, rec := range recs {
+		have[rec.Seq] = true
+	}
+	for inc, k := range first {
+		if k == audit.Detected {
+			continue
+		}
+		more, err := r.Query(ctx, audit.Filter{Incident: inc, Limit: -1})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range more {
+			if !have[m.Seq] {
+				have[m.Seq] = true
+				recs = append(recs, m)
+			}
+		}
+	}
+	slices.SortFunc(recs, func(a, b audit.Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	return recs, nil
+}
+
+// summarize groups records (in seq order) by incident, newest first.
+// Records of no incident are left out.
+func summarize(recs []audit.Record) []incident {
+	byName := map[string]*incident{}
+	var out []*incident
+	for i := range recs {
+		r := &recs[i]
+		if r.Incident == "" {
+			continue
+		}
+		inc := byName[r.Incident]
+		if inc == nil {
+			inc = &incident{Incident: r.Incident, Node: r.Node, Opened: r.Time}
+			byName[r.Incident] = inc
+			out = append(out, inc)
+		}
+		inc.Records++
+		inc.Last = r.Time
+		if r.Action != "" {
+			inc.Action = r.Action
+		}
+		// The reason an incident opened is Detected's; a later reason
+		// (a rule, a PDB) is kept only when Detected's is missing.
+		if r.Reason != "" && (r.Kind == audit.Detected || inc.Reason == "") {
+			inc.Reason = r.Reason
+		}
+		switch r.Kind {
+		case audit.Succeeded, audit.Failed, audit.Cancelled:
+			inc.Ended, inc.Outcome, inc.duration = true, string(r.Kind), r.Duration
+		default:
+			if !inc.Ended {
+				inc.Outcome = cmp.Or(r.Phase, string(r.Kind))
+			}
+		}
+	}
+	res := make([]incident, 0, len(out))
+	for _, inc := range out {
+		if inc.duration == 0 {
+			inc.duration = inc.Last.Sub(inc.Opened)
+		}
+		inc.Duration = inc.duration.String()
+		res = append(res, *inc)
+	}
+	slices.SortStableFunc(res, func(a, b incident) int {
+		return cmp.Or(b.Opened.Compare(a.Opened), strings.Compare(a.Incident, b.Incident))
+	})
+	return res
+}
+
+func writeIncidentTable(out io.Writer, incs []incident, now time.Time) error {
+	if len(incs) == 0 {
+		_, err := fmt.Fprintln(out, "no incidents")
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INCIDENT\tNODE\tOPENED\tACTION\tOUTCOME\tDURATION\tREASON")
+	for _, inc := range incs {
+		d := inc.duration
+		if d >= time.Second {
+			d = d.Round(time.Second)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inc.Incident, orDash(inc.Node),
+			duration.HumanDuration(now.Sub(inc.Opened)), orDash(inc.Action), orDash(inc.Outcome), d, orDash(inc.Reason))
+	}
+	return tw.Flush()
+}
