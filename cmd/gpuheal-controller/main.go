@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/gpuheal/gpuheal/internal/logging"
@@ -31,6 +32,9 @@ func run(ctx context.Context, opts *options) error {
 	log, err := logging.Setup(os.Stderr, opts.log)
 	if err != nil {
 		return err
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(opts.gcPercent)
 	}
 	log.Info("starting gpuheal-controller", "leaderElection", opts.run.Manager.LeaderElection, "providers", opts.run.Providers.Enabled)
 	return remediation.Run(ctx, opts.run)

@@ -27,6 +27,7 @@ func TestControllerRunsWithShippedRBAC(t *testing.T) {
 	h := newHarness(t, "rbac", 2)
 	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpuheal"}})
 	applyManifest(t, h, "deploy/controller-rbac.yaml")
+	applyManifest(t, h, "deploy/controller-service.yaml") // the audit API's Service and reader Role
 	h.create(&rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpuheal-controller-kwok"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "gpuheal-controller-kwok"},

@@ -158,7 +158,9 @@ func (r *remediationReconciler) announce(ctx context.Context, in *incident, phas
 		return
 	}
 	r.recorder.Eventf(in.nr, in.node, eventType, reason, string(phase), "%s", message)
-	if phase != v1alpha1.PhaseDraining && phase != v1alpha1.PhaseDrained {
+	// The Node's own events: the steps an operator looks for. (Pending is
+	// announced on the Node by IncidentOpened already.)
+	if phase != v1alpha1.PhasePending && phase != v1alpha1.PhaseDraining && phase != v1alpha1.PhaseDrained {
 		r.recorder.Eventf(in.node, in.nr, eventType, "Remediation"+string(phase), string(phase), "%s: %s", in.nr.Name, message)
 	}
 }

@@ -43,7 +43,11 @@ var nodeHealthScore = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 // audit log: loaded from the store on start (so it survives restarts) and
 // fed by the records this controller writes afterwards.
 type scorePublisher struct {
-	client client.Client
+	client client.Client // cached reads
+	// writer patches nodes through its own rate limiter: publishing the
+	// first scores of a large fleet is thousands of patches, and they must
+	// not queue the cordons of the remediation reconcilers behind them.
+	writer client.Client
 	store  audit.Reader // nil: history starts empty
 	scorer *score.Scorer
 	every  time.Duration
@@ -210,7 +214,7 @@ func (s *scorePublisher) patch(ctx context.Context, node, scoreText, tier, gpus 
 	}})
 	n := &corev1.Node{}
 	n.Name = node
-	if err := s.client.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
+	if err := s.writer.Patch(ctx, n, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("publishing health score of node %s: %w", node, err)
 	}
 	return nil
@@ -247,7 +251,7 @@ func (s *scorePublisher) protect(ctx context.Context, n *corev1.Node, want bool)
 		ScaleInProtectedAnnotation: strconv.FormatBool(want)}}})
 	patch := &corev1.Node{}
 	patch.Name = n.Name
-	if err := s.client.Patch(ctx, patch, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
+	if err := s.writer.Patch(ctx, patch, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {
 		log.FromContext(ctx).Error(err, "recording scale-in protection", "node", n.Name)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -82,7 +83,13 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		if o.ScoreEvery <= 0 {
 			o.ScoreEvery = time.Minute
 		}
-		pub := &scorePublisher{client: c, store: o.AuditReader, scorer: o.Scorer, every: o.ScoreEvery, events: map[string][]score.Event{}}
+		cfg := rest.CopyConfig(mgr.GetConfig())
+		cfg.QPS, cfg.Burst = 10, 20 // a 5,000-node fleet's first scores take ~8 minutes
+		writer, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return fmt.Errorf("creating the health score client: %w", err)
+		}
+		pub := &scorePublisher{client: c, writer: writer, store: o.AuditReader, scorer: o.Scorer, every: o.ScoreEvery, events: map[string][]score.Event{}}
 		if o.ProtectGold {
 			pub.providers = o.Providers
 		}
@@ -132,13 +139,31 @@ func nodeHealthChanged() predicate.Predicate {
 			if !ok1 || !ok2 {
 				return true
 			}
-			return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
-				!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+			return !equalExceptScore(o.Labels, n.Labels) ||
+				!equalExceptScore(o.Annotations, n.Annotations) ||
 				o.Spec.Unschedulable != n.Spec.Unschedulable ||
 				!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
 				conditionsChanged(o.Status.Conditions, n.Status.Conditions)
 		},
 	}
+}
+
+// scoreKeys are written by our own score publisher; a change to them says
+// nothing about a node's health and would only echo back as a reconcile.
+var scoreKeys = map[string]bool{ScoreAnnotation: true, TierLabel: true, GPUScoresAnnotation: true, ScaleInProtectedAnnotation: true}
+
+func equalExceptScore(a, b map[string]string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; (!ok || w != v) && !scoreKeys[k] {
+			return false
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok && !scoreKeys[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func conditionsChanged(a, b []corev1.NodeCondition) bool {
