@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -84,6 +85,9 @@ func (r *remediationReconciler) pending(ctx context.Context, in *incident) (ctrl
 	}
 	p := in.policy
 	if p.Spec.DryRun {
+		if meta.IsStatusConditionTrue(nr.Status.Conditions, v1alpha1.ConditionDryRun) {
+			return ctrl.Result{RequeueAfter: 5 * r.poll}, nil // decided and recorded; watch for recovery
+		}
 		return r.hold(ctx, in, v1alpha1.ConditionDryRun, metav1.ConditionTrue, "DryRun", r.dryRunPlan(ctx, in), 5*r.poll)
 	}
 	if nr.Status.DryRun { // the policy left dry run: this incident may act now
@@ -166,6 +170,13 @@ func (r *remediationReconciler) reserveSlot(ctx context.Context, in *incident) (
 // hold keeps the incident in Pending with a condition saying why, writing
 // only when the condition changed, and looks again after a while.
 func (r *remediationReconciler) hold(ctx context.Context, in *incident, cond string, s metav1.ConditionStatus, reason, msg string, after time.Duration) (ctrl.Result, error) {
+	// Only a new reason is written: a breaker message's counts change with
+	// the fleet, and rewriting a thousand held incidents for each would
+	// load the API server when it is busiest. (A condition on the stored
+	// object was written together with the Pending phase.)
+	if c := meta.FindStatusCondition(in.nr.Status.Conditions, cond); c != nil && c.Status == s && c.Reason == reason {
+		return ctrl.Result{RequeueAfter: after}, nil
+	}
 	if r.setCondition(in, cond, s, reason, msg) {
 		if err := r.client.Status().Update(ctx, in.nr); err != nil {
 			return ctrl.Result{}, fmt.Errorf("recording %s on %s: %w", reason, in.nr.Name, err)
