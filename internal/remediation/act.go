@@ -113,6 +113,19 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 		r.audit.write(ctx, rec)
 	}
 	switch {
+	case errors.Is(err, provider.ErrUnsupported) && action == v1alpha1.ActionReboot:
+		// Karpenter and Cluster API cannot reboot: replacing is what
+		// their users expect, and the drain has already happened.
+		st.Action = v1alpha1.ActionReplace
+		st.Attempts++
+		rec := r.audit.record(in, audit.Escalated, string(audit.Escalated), int(st.Attempts))
+		rec.Action, rec.Reason, rec.Severity = string(v1alpha1.ActionReplace), "RebootUnsupported", audit.SeverityWarning
+		r.audit.write(ctx, rec)
+		if err := r.setPhase(ctx, in, v1alpha1.PhaseReplacing, "RebootUnsupported",
+			fmt.Sprintf("provider %s cannot reboot a node; replacing it instead", prov.Name())); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.requestAction(ctx, in)
 	case errors.Is(err, provider.ErrUnsupported):
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "Unsupported",
 			fmt.Sprintf("provider %s cannot %s this node: %v; the node stays cordoned for an operator", prov.Name(), action, err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -383,4 +384,33 @@ func (h *harness) hasEvent(node, reason string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// TestProviderThatCannotActLeavesTheNodeCordoned: with the none provider a
+// reboot is escalated to a replacement, which none cannot do either; the
+// incident fails and the node stays cordoned and drained for a person,
+// explained by the incident.
+func TestProviderThatCannotActLeavesTheNodeCordoned(t *testing.T) {
+	h := newHarness(t, "none", 2)
+	p := fastPolicy("none", "none")
+	p.Spec.Provider = "none"
+	h.create(p)
+	h.startController(controllerConfig{})
+	node := h.nodes[0]
+	h.runPod("default", "job-0", node, nil)
+	h.breakGPU(node, "reboot")
+	nr := h.waitPhase(node, v1alpha1.PhaseFailed, time.Minute)
+	if nr.Status.Reason != "Unsupported" || nr.Status.Action != v1alpha1.ActionReplace {
+		t.Errorf("reason %s action %s, want Unsupported after escalating to Replace", nr.Status.Reason, nr.Status.Action)
+	}
+	if got := phasesOf(nr); !slices.Contains(got, v1alpha1.PhaseRebooting) || !slices.Contains(got, v1alpha1.PhaseReplacing) {
+		t.Errorf("phases %v, want a reboot attempt then a replace attempt", got)
+	}
+	n, _ := h.node(node)
+	if !n.Spec.Unschedulable || !hasTaint(n) || n.Annotations[CordonedByAnnotation] != nr.Name {
+		t.Errorf("node not left cordoned by %s: unschedulable=%v annotations=%v", nr.Name, n.Spec.Unschedulable, n.Annotations)
+	}
+	if len(nr.Status.EvictedPods) != 1 {
+		t.Errorf("evicted %v, want the job drained", nr.Status.EvictedPods)
+	}
 }
