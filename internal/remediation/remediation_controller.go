@@ -54,7 +54,7 @@ func (r *remediationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if apierrors.IsConflict(err) {
 		// Someone (often our own previous write, not yet in the cache)
 		// changed the object: start over from the fresh version.
-		return ctrl.Result{Requeue: true}, nil
+		return ctrl.Result{RequeueAfter: 20 * time.Millisecond}, nil
 	}
 	return res, err
 }

@@ -93,7 +93,7 @@ func (c Config) Validate() error {
 	}
 	for cl := range c.Weights {
 		if !cl.valid() {
-			errs = append(errs, fmt.Errorf("Weights: %v is not a class", cl))
+			errs = append(errs, fmt.Errorf("Weights: %v is not a class", cl)) //nolint:staticcheck // starts with the field's name
 		}
 	}
 	nonNeg("WarningWeight", c.WarningWeight)
@@ -112,7 +112,7 @@ func (c Config) Validate() error {
 		if c.SilverMin >= c.GoldMin {
 			errs = append(errs, fmt.Errorf("SilverMin (%v) must be below GoldMin (%v)", c.SilverMin, c.GoldMin))
 		} else if gap := c.GoldMin - c.SilverMin; c.Hysteresis > gap/2 {
-			errs = append(errs, fmt.Errorf("Hysteresis (%v) must be at most half of GoldMin − SilverMin (%v)", c.Hysteresis, gap))
+			errs = append(errs, fmt.Errorf("Hysteresis (%v) must be at most half of GoldMin − SilverMin (%v)", c.Hysteresis, gap)) //nolint:staticcheck // starts with the field's name
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -56,7 +56,7 @@ func OpenFile(path string, o Options) (*File, error) {
 	}
 	if bad != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("audit file %s: %w: %v (refusing to append; move it away or fix it)", path, audit.ErrNotAuditStore, bad)
+		return nil, fmt.Errorf("audit file %s: %w: %w (refusing to append; move it away or fix it)", path, audit.ErrNotAuditStore, bad)
 	}
 	w.head = rep.Head
 	return &File{Writer: w, path: path, f: f}, nil

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -66,7 +67,7 @@ func (s *Store) Verify(ctx context.Context) (audit.Report, error) {
 		}
 		return nil
 	})
-	if err != nil && err != errStop {
+	if err != nil && !errors.Is(err, errStop) {
 		return audit.Report{}, fmt.Errorf("verifying audit store %s: %w", s.path, err)
 	}
 	var head audit.Head

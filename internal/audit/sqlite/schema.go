@@ -77,7 +77,7 @@ func inspect(path string) (fresh bool, appID uint32, err error) {
 	hdr := make([]byte, 100)
 	n, err := io.ReadFull(f, hdr)
 	switch {
-	case n == 0 && (err == io.EOF || err == nil):
+	case n == 0 && (errors.Is(err, io.EOF) || err == nil):
 		return true, 0, nil
 	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
 		return false, 0, fmt.Errorf("reading audit store %s: %w", path, err)
@@ -155,7 +155,7 @@ type querier interface {
 func schemaVersion(ctx context.Context, q querier, path string) (int, error) {
 	var v sql.NullInt64
 	if err := q.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("audit store %s: %w: reading schema_version: %v", path, audit.ErrNotAuditStore, err)
+		return 0, fmt.Errorf("audit store %s: %w: reading schema_version: %w", path, audit.ErrNotAuditStore, err)
 	}
 	return int(v.Int64), nil
 }

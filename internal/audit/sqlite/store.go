@@ -115,7 +115,7 @@ func refuseForeign(ctx context.Context, path string) error {
 	var n, appID int64
 	err = db.QueryRowContext(ctx, `SELECT count(*), (SELECT application_id FROM pragma_application_id) FROM sqlite_master`).Scan(&n, &appID)
 	if err != nil {
-		return fmt.Errorf("audit store %s: %w: cannot read it as SQLite: %v", path, audit.ErrNotAuditStore, err)
+		return fmt.Errorf("audit store %s: %w: cannot read it as SQLite: %w", path, audit.ErrNotAuditStore, err)
 	}
 	// In WAL mode our id may still sit in the log rather than the header.
 	if n > 0 && appID != applicationID {

@@ -13,8 +13,8 @@ import (
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
-// AnnotationScaleInProtected="true" keeps a node out of a simulated
-// scale-in, as Auto Scaling's instance scale-in protection does.
+// AnnotationScaleInProtected marks ("true") a node that a simulated
+// scale-in must keep, as Auto Scaling's instance scale-in protection does.
 const AnnotationScaleInProtected = "gpuheal.io/kwok-scale-in-protected"
 
 var _ provider.ScaleInProtector = (*Provider)(nil)
