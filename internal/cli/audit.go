@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -92,26 +91,9 @@ func (p jsonlFile) Query(_ context.Context, f audit.Filter) ([]audit.Record, err
 		return nil, err
 	}
 	defer func() { _ = r.Close() }()
-	var out []audit.Record
-	var bad error
-	err = jsonl.Scan(r, func(line int, rec audit.Record, err error) bool {
-		if err != nil {
-			bad = fmt.Errorf("audit file %s line %d: %w", p, line, err)
-			return false
-		}
-		if f.Match(&rec) {
-			out = append(out, rec)
-		}
-		return true
-	})
-	if err == nil {
-		err = bad
-	}
+	out, err := jsonl.Query(r, f)
 	if err != nil {
-		return nil, err
-	}
-	if n := f.EffectiveLimit(); n > 0 && len(out) > n {
-		out = slices.Clone(out[len(out)-n:])
+		return nil, fmt.Errorf("audit file %s: %w", p, err)
 	}
 	return out, nil
 }

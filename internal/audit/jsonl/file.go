@@ -103,26 +103,9 @@ func (f *File) Query(_ context.Context, flt audit.Filter) ([]audit.Record, error
 		return nil, err
 	}
 	defer func() { _ = r.Close() }()
-	var out []audit.Record
-	var bad error
-	err = Scan(r, func(line int, rec audit.Record, err error) bool {
-		if err != nil {
-			bad = fmt.Errorf("line %d: %w", line, err)
-			return false
-		}
-		if flt.Match(&rec) {
-			out = append(out, rec)
-		}
-		return true
-	})
-	if err == nil {
-		err = bad
-	}
+	out, err := Query(r, flt)
 	if err != nil {
 		return nil, fmt.Errorf("querying audit file %s: %w", f.path, err)
-	}
-	if n := flt.EffectiveLimit(); n > 0 && len(out) > n {
-		out = slices.Clone(out[len(out)-n:])
 	}
 	return out, nil
 }
@@ -161,4 +144,31 @@ func (f *File) Export(_ context.Context, w io.Writer) error {
 		return fmt.Errorf("exporting audit file %s: %w", f.path, err)
 	}
 	return nil
+}
+
+// Query reads JSON lines from r and returns the records matching flt,
+// oldest first, newest Limit kept; a bad line is an error naming it.
+func Query(r io.Reader, flt audit.Filter) ([]audit.Record, error) {
+	var out []audit.Record
+	var bad error
+	err := Scan(r, func(line int, rec audit.Record, err error) bool {
+		if err != nil {
+			bad = fmt.Errorf("line %d: %w", line, err)
+			return false
+		}
+		if flt.Match(&rec) {
+			out = append(out, rec)
+		}
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n := flt.EffectiveLimit(); n > 0 && len(out) > n {
+		out = slices.Clone(out[len(out)-n:])
+	}
+	return out, nil
 }
