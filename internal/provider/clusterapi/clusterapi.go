@@ -62,7 +62,7 @@ func (p *Provider) Reboot(_ context.Context, node *corev1.Node, _ string) (strin
 // A Machine without a controlling owner is left alone: nothing would
 // create its successor, so deleting it would only shrink the cluster.
 func (p *Provider) Replace(ctx context.Context, node *corev1.Node, token string) (string, error) {
-	node = p.latest(ctx, node)
+	node = provider.LatestNode(ctx, p.client, node)
 	key, m, err := p.find(ctx, node)
 	if err != nil {
 		return "", fmt.Errorf("replacing node %s: %w", node.Name, err)
@@ -88,7 +88,7 @@ func (p *Provider) Replace(ctx context.Context, node *corev1.Node, token string)
 // Status reports the Machine's lifecycle: absent is Gone, deleting is
 // Terminating, anything else Running (with Cluster API's phase as detail).
 func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.InstanceStatus, error) {
-	key, m, err := p.find(ctx, p.latest(ctx, node))
+	key, m, err := p.find(ctx, provider.LatestNode(ctx, p.client, node))
 	switch {
 	case errors.Is(err, provider.ErrNotFound):
 		return provider.InstanceStatus{State: provider.StateGone, Detail: fmt.Sprintf("no Machine owns node %s", node.Name)}, nil
@@ -103,29 +103,10 @@ func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.Inst
 	return provider.InstanceStatus{State: provider.StateRunning, ID: key.String(), Detail: "phase " + phase}, nil
 }
 
-// latest re-reads node so that annotations written by an earlier call are
-// seen even when the caller holds an older copy.
-func (p *Provider) latest(ctx context.Context, node *corev1.Node) *corev1.Node {
-	var fresh corev1.Node
-	if err := p.client.Get(ctx, client.ObjectKeyFromObject(node), &fresh); err != nil {
-		return node
-	}
-	return &fresh
-}
-
 // record notes on the node which Machine this incident deletes.
 func (p *Provider) record(ctx context.Context, node *corev1.Node, id, token string) error {
-	if node.Annotations[AnnotationReplaceMachine] == id && node.Annotations[AnnotationReplaceToken] == token {
-		return nil
-	}
-	base := node.DeepCopy()
-	patched := node.DeepCopy()
-	if patched.Annotations == nil {
-		patched.Annotations = map[string]string{}
-	}
-	patched.Annotations[AnnotationReplaceMachine] = id
-	patched.Annotations[AnnotationReplaceToken] = token
-	if err := p.client.Patch(ctx, patched, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+	err := provider.AnnotateNode(ctx, p.client, node, map[string]string{AnnotationReplaceMachine: id, AnnotationReplaceToken: token})
+	if err != nil {
 		return fmt.Errorf("recording Machine %s on node %s: %w", id, node.Name, err)
 	}
 	return nil

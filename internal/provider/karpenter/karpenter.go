@@ -55,7 +55,7 @@ func (p *Provider) Reboot(_ context.Context, node *corev1.Node, _ string) (strin
 // name as the request id; a NodeClaim already deleting or gone counts as
 // done, so a repeat is a no-op.
 func (p *Provider) Replace(ctx context.Context, node *corev1.Node, token string) (string, error) {
-	node = p.latest(ctx, node)
+	node = provider.LatestNode(ctx, p.client, node)
 	name, claim, err := p.find(ctx, node)
 	if err != nil {
 		return "", fmt.Errorf("replacing node %s: %w", node.Name, err)
@@ -78,7 +78,7 @@ func (p *Provider) Replace(ctx context.Context, node *corev1.Node, token string)
 // Status reports the NodeClaim's lifecycle: absent is Gone, deleting is
 // Terminating, anything else Running.
 func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.InstanceStatus, error) {
-	name, claim, err := p.find(ctx, p.latest(ctx, node))
+	name, claim, err := p.find(ctx, provider.LatestNode(ctx, p.client, node))
 	switch {
 	case errors.Is(err, provider.ErrNotFound):
 		return provider.InstanceStatus{State: provider.StateGone, Detail: fmt.Sprintf("no NodeClaim owns node %s", node.Name)}, nil
@@ -92,30 +92,10 @@ func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.Inst
 	return provider.InstanceStatus{State: provider.StateRunning, ID: name}, nil
 }
 
-// latest re-reads node so that annotations written by an earlier call are
-// seen even when the caller holds an older copy; a node already deleted
-// leaves the caller's copy as the best we know.
-func (p *Provider) latest(ctx context.Context, node *corev1.Node) *corev1.Node {
-	var fresh corev1.Node
-	if err := p.client.Get(ctx, client.ObjectKeyFromObject(node), &fresh); err != nil {
-		return node
-	}
-	return &fresh
-}
-
 // record notes on the node which NodeClaim this incident deletes.
 func (p *Provider) record(ctx context.Context, node *corev1.Node, name, token string) error {
-	if node.Annotations[AnnotationReplaceNodeClaim] == name && node.Annotations[AnnotationReplaceToken] == token {
-		return nil
-	}
-	base := node.DeepCopy()
-	patched := node.DeepCopy()
-	if patched.Annotations == nil {
-		patched.Annotations = map[string]string{}
-	}
-	patched.Annotations[AnnotationReplaceNodeClaim] = name
-	patched.Annotations[AnnotationReplaceToken] = token
-	if err := p.client.Patch(ctx, patched, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+	err := provider.AnnotateNode(ctx, p.client, node, map[string]string{AnnotationReplaceNodeClaim: name, AnnotationReplaceToken: token})
+	if err != nil {
 		return fmt.Errorf("recording NodeClaim %s on node %s: %w", name, node.Name, err)
 	}
 	return nil
