@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -147,6 +146,3 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	return nil
 }
-
-// DefaultPoll is how often waiting steps look again.
-const DefaultPoll = 2 * time.Second

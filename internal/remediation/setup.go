@@ -26,6 +26,9 @@ import (
 	"github.com/gpuheal/gpuheal/internal/score"
 )
 
+// DefaultPoll is how often waiting steps look again.
+const DefaultPoll = 2 * time.Second
+
 // ControllerOptions configures the reconcilers.
 type ControllerOptions struct {
 	// Providers the policies may name.
