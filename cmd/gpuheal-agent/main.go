@@ -63,5 +63,8 @@ func run(ctx context.Context, opts *agent.Options, logOpts logging.Options) erro
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(opts.GCPercent)
 	}
+	if opts.SimFleet.Enabled {
+		return agent.RunSimFleet(ctx, opts, log)
+	}
 	return agent.Run(ctx, opts, os.Stdout, log)
 }

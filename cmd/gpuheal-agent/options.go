@@ -46,6 +46,12 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.Int64Var(&o.Sim.Seed, "sim-seed", 1, "sim backend: seed of the simulated values")
 	fs.StringVar(&o.Sim.ScheduleFile, "sim-schedule", "", "sim backend: YAML fault schedule")
 	fs.StringVar(&o.Sim.KernelLogFile, "sim-kernel-log", "", "sim backend: append the simulated kernel log (raw /dev/kmsg records) to this file")
+	fs.BoolVar(&o.SimFleet.Enabled, "sim-fleet", false, "run one simulated agent per GPU node of the cluster in this process (demo, soak); needs --gpu-backend sim")
+	fs.StringVar(&o.SimFleet.NodeSelector, "sim-fleet-node-selector", "nvidia.com/gpu.present=true", "sim fleet: label selector of the nodes that get an agent")
+	fs.StringVar(&o.SimFleet.Dir, "sim-fleet-dir", "", "sim fleet: directory for the simulated kernel logs (default: a temporary one)")
+	fs.Float64Var(&o.SimFleet.FaultsPerMinute, "sim-fleet-faults-per-minute", 0, "sim fleet: mean rate of faults drawn from the published failure mix (0: none)")
+	fs.Int64Var(&o.SimFleet.Seed, "sim-fleet-seed", 1, "sim fleet: seed of the fault draws")
+	fs.DurationVar(&o.SimFleet.Resync, "sim-fleet-resync", 2*time.Second, "sim fleet: how often nodes are listed to start and stop agents")
 	flagenv.Usage(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, lo, err

@@ -73,7 +73,11 @@ var coreScheme = func() *runtime.Scheme {
 // that links and registers every API group of Kubernetes into the agent,
 // which costs a DaemonSet on every node about 12 MiB of RSS
 // (docs/benchmarks.md).
-func clientFor(kubeconfig string) (rest.Interface, error) {
+//
+// qps above 0 raises client-go's default limit (5/s, burst 10), which one
+// node's agent never reaches but a sim fleet of many agents sharing one
+// client would.
+func clientFor(kubeconfig string, qps float32) (rest.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -85,6 +89,9 @@ func clientFor(kubeconfig string) (rest.Interface, error) {
 	// never be retried.
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
+	}
+	if qps > 0 {
+		cfg.QPS, cfg.Burst = qps, int(2*qps)
 	}
 	cfg.APIPath = "/api"
 	cfg.GroupVersion = &corev1.SchemeGroupVersion

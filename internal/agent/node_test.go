@@ -17,7 +17,7 @@ func TestReadExpectedGPUsFromAPIServer(t *testing.T) {
 	if _, err := testenv.CreateGPUNodes(ctx, env.Client, "agent", 1); err != nil {
 		t.Fatal(err)
 	}
-	c, err := clientFor(env.Kubeconfig)
+	c, err := clientFor(env.Kubeconfig, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

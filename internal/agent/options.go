@@ -5,8 +5,13 @@ package agent
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuheal/gpuheal/internal/gpu"
 )
 
 // Backends the agent can read GPUs through.
@@ -61,6 +66,16 @@ type Options struct {
 	Output     string
 
 	Sim SimOptions
+	// SimFleet runs one simulated agent per GPU node of the cluster in
+	// this process (the demo and the soak test); see RunSimFleet.
+	SimFleet SimFleetOptions
+
+	// Set by RunSimFleet for each of its agents: a ready backend, the
+	// fleet's shared API client, and where to hand the metrics handler
+	// instead of listening.
+	source         gpu.Source
+	kube           rest.Interface
+	publishMetrics func(http.Handler)
 }
 
 // SimOptions configure the simulated backend.
@@ -96,7 +111,7 @@ func (o *Options) Validate() error {
 	if o.Output != "json" && o.Output != "text" {
 		return fmt.Errorf("--output %q: want json or text", o.Output)
 	}
-	if !o.Standalone && o.NodeName == "" {
+	if !o.Standalone && o.NodeName == "" && !o.SimFleet.Enabled {
 		return fmt.Errorf("--node-name is required inside a cluster (set it from the downward API spec.nodeName), or use --standalone")
 	}
 	if o.PushGateway != "" {
@@ -114,8 +129,27 @@ func (o *Options) Validate() error {
 	if o.GCPercent < 10 {
 		return fmt.Errorf("--gc-percent %d: must be at least 10", o.GCPercent)
 	}
+	if o.SimFleet.Enabled {
+		if err := o.validateSimFleet(); err != nil {
+			return err
+		}
+	}
 	if o.Backend == BackendSim && (o.Sim.GPUs < 1 || o.Sim.GPUs > 8) {
 		return fmt.Errorf("--sim-gpus %d: must be 1 to 8", o.Sim.GPUs)
+	}
+	return nil
+}
+
+func (o *Options) validateSimFleet() error {
+	switch {
+	case o.Standalone:
+		return errSimFleetStandalone
+	case o.Backend != BackendSim:
+		return fmt.Errorf("--sim-fleet needs --gpu-backend sim, not %q", o.Backend)
+	case o.SimFleet.FaultsPerMinute < 0:
+		return fmt.Errorf("--sim-fleet-faults-per-minute %v: must be 0 (none) or more", o.SimFleet.FaultsPerMinute)
+	case o.SimFleet.Resync < 100*time.Millisecond:
+		return fmt.Errorf("--sim-fleet-resync %v: must be at least 100ms", o.SimFleet.Resync)
 	}
 	return nil
 }

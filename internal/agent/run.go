@@ -29,9 +29,12 @@ import (
 // Run is gpuheal-agent: it opens the GPU backend and collects until ctx
 // ends. With Standalone+Once it prints one snapshot to out and returns.
 func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error {
-	src, err := openSource(o)
-	if err != nil {
-		return err
+	src := o.source
+	if src == nil {
+		var err error
+		if src, err = openSource(o); err != nil {
+			return err
+		}
 	}
 	defer func() {
 		if err := src.Close(); err != nil {
@@ -64,14 +67,15 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 	}
 
 	// One client for everything the agent says to the API server.
-	var kube rest.Interface
-	if !o.Standalone {
-		if kube, err = clientFor(o.Kubeconfig); err != nil {
+	kube := o.kube
+	if !o.Standalone && kube == nil {
+		var err error
+		if kube, err = clientFor(o.Kubeconfig, 0); err != nil {
 			return err
 		}
-		if o.ExpectedGPUs == 0 {
-			go watchExpectedGPUs(ctx, kube, o.NodeName, &expected, log)
-		}
+	}
+	if kube != nil && o.ExpectedGPUs == 0 {
+		go watchExpectedGPUs(ctx, kube, o.NodeName, &expected, log)
 	}
 
 	health, err := startHealth(ctx, o, exp, kube, log)
@@ -95,6 +99,12 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 		})
 	}
 
+	if o.publishMetrics != nil {
+		// One of a sim fleet's agents: the fleet serves every node's metrics.
+		o.publishMetrics(exp.Handler())
+		c.run(ctx, o.Interval)
+		return nil
+	}
 	srv, addr, err := serveMetrics(o.MetricsAddress, exp.Handler())
 	if err != nil {
 		return err
@@ -119,17 +129,22 @@ func instanceName(o *Options) string {
 	return "standalone"
 }
 
-// serveMetrics listens first, so a port in use fails the start instead of
-// a log line later, and returns the bound address (":0" in tests).
+// serveMetrics serves h at /metrics with a /healthz beside it.
 func serveMetrics(addr string, h http.Handler) (*http.Server, string, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", h)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	return serveHTTP(addr, mux)
+}
+
+// serveHTTP listens first, so a port in use fails the start instead of a
+// log line later, and returns the bound address (":0" in tests).
+func serveHTTP(addr string, h http.Handler) (*http.Server, string, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("listening for metrics on %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", h)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			slog.Error("metrics server stopped", "err", err)

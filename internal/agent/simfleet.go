@@ -1,0 +1,340 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpuheal/gpuheal/internal/gpu/sim"
+)
+
+// SimFleetOptions configure --sim-fleet: one simulated agent per GPU node
+// of the cluster, all in one process, for the demo and the soak test.
+type SimFleetOptions struct {
+	Enabled bool
+	// NodeSelector picks the nodes that get an agent, as the DaemonSet's
+	// nodeSelector does in a real cluster.
+	NodeSelector string
+	// Dir holds each agent's simulated kernel log; "" is a temporary
+	// directory removed on exit.
+	Dir string
+	// FaultsPerMinute is the mean rate of faults injected into the fleet
+	// (arrivals are a Poisson process); 0 injects none.
+	FaultsPerMinute float64
+	// Seed makes the fault draws and the simulated GPUs reproducible.
+	Seed int64
+	// Resync is how often the fleet lists the nodes to start agents on new
+	// nodes and stop them on deleted or rebooting ones.
+	Resync time.Duration
+}
+
+// bootingLabel is set by the kwok provider while a simulated machine
+// reboots or boots. Its agent is down meanwhile, as on a real machine, and
+// the next one starts on healed hardware.
+const bootingLabel = "gpuheal.io/kwok-booting"
+
+// RunSimFleet runs the sim fleet until ctx ends. Every node matching the
+// selector gets an agent with its own simulated GPUs and kernel log; the
+// fleet serves its own metrics at /metrics and each node's at
+// /nodes/NODE/metrics on o.MetricsAddress.
+func RunSimFleet(ctx context.Context, o *Options, log *slog.Logger) error {
+	kube, err := clientFor(o.Kubeconfig, 50)
+	if err != nil {
+		return err
+	}
+	dir := o.SimFleet.Dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "gpuheal-simfleet-"); err != nil {
+			return fmt.Errorf("sim fleet: %w", err)
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--sim-fleet-dir: %w", err)
+	}
+	f := newSimFleet(o, kube, dir, log)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(f.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/nodes/", f.serveNodeMetrics)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	srv, addr, err := serveHTTP(o.MetricsAddress, mux)
+	if err != nil {
+		return err
+	}
+	log.Info("sim fleet serving metrics", "address", addr, "node metrics", "/nodes/NODE/metrics")
+	f.run(ctx)
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}
+
+type simFleet struct {
+	opts *Options
+	kube rest.Interface
+	dir  string
+	log  *slog.Logger
+	rng  *rand.Rand
+
+	mu          sync.Mutex
+	agents      map[string]*simAgent
+	generations map[string]int // agents started per node, for fresh seeds and files
+
+	registry *prometheus.Registry
+	running  prometheus.Gauge
+	injected *prometheus.CounterVec
+	starts   prometheus.Counter
+}
+
+// simAgent is one node's agent: its simulated GPUs and how to stop it.
+type simAgent struct {
+	node    *sim.Node
+	logPath string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	metrics atomic.Pointer[http.Handler]
+	// faulted: a fatal fault was injected; the node gets no second one
+	// before its (simulated) repair.
+	faulted bool
+}
+
+func newSimFleet(o *Options, kube rest.Interface, dir string, log *slog.Logger) *simFleet {
+	f := &simFleet{
+		opts: o, kube: kube, dir: dir, log: log,
+		rng:         rand.New(rand.NewPCG(uint64(o.SimFleet.Seed), 0x5eed)), //nolint:gosec // a reproducible simulation, not security
+		agents:      map[string]*simAgent{},
+		generations: map[string]int{},
+		registry:    prometheus.NewRegistry(),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpuheal_simfleet_agents", Help: "Simulated agents running, one per GPU node that is up.",
+		}),
+		injected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuheal_simfleet_faults_injected_total", Help: "Faults the sim fleet injected, by failure class.",
+		}, []string{"class"}),
+		starts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpuheal_simfleet_agent_starts_total", Help: "Simulated agents started (node boots included).",
+		}),
+	}
+	f.registry.MustRegister(f.running, f.injected, f.starts)
+	return f
+}
+
+func (f *simFleet) run(ctx context.Context) {
+	resync := time.NewTicker(f.opts.SimFleet.Resync)
+	defer resync.Stop()
+	nextFault := f.faultTimer()
+	defer f.stopAll()
+	for {
+		if err := f.reconcile(ctx); err != nil && ctx.Err() == nil {
+			f.log.Warn("sim fleet: listing nodes", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-resync.C:
+		case <-nextFault:
+			f.injectOne()
+			nextFault = f.faultTimer()
+		}
+	}
+}
+
+// faultTimer fires after an exponential wait, so faults arrive as a
+// Poisson process at FaultsPerMinute; nil (never) when the rate is 0.
+func (f *simFleet) faultTimer() <-chan time.Time {
+	rate := f.opts.SimFleet.FaultsPerMinute
+	if rate <= 0 {
+		return nil
+	}
+	wait := time.Duration(f.rng.ExpFloat64() / rate * float64(time.Minute))
+	return time.After(wait)
+}
+
+// reconcile starts an agent on every up node and stops those whose node
+// went away or is rebooting.
+func (f *simFleet) reconcile(ctx context.Context) error {
+	var nodes corev1.NodeList
+	req := f.kube.Get().Resource("nodes")
+	if sel := f.opts.SimFleet.NodeSelector; sel != "" {
+		req = req.Param("labelSelector", sel)
+	}
+	if err := req.Do(ctx).Into(&nodes); err != nil {
+		return err
+	}
+	up := make(map[string]bool, len(nodes.Items))
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.DeletionTimestamp == nil && n.Labels[bootingLabel] == "" {
+			up[n.Name] = true
+		}
+	}
+	f.mu.Lock()
+	var stop []*simAgent
+	for name, a := range f.agents {
+		if !up[name] {
+			stop = append(stop, a)
+			delete(f.agents, name)
+		}
+	}
+	var start []string
+	for name := range up {
+		if f.agents[name] == nil {
+			start = append(start, name)
+		}
+	}
+	f.mu.Unlock()
+	for _, a := range stop {
+		a.stop()
+	}
+	slices.Sort(start)
+	for _, name := range start {
+		if err := f.start(ctx, name); err != nil {
+			f.log.Error("sim fleet: starting agent", "node", name, "err", err)
+		}
+	}
+	f.mu.Lock()
+	f.running.Set(float64(len(f.agents)))
+	f.mu.Unlock()
+	return nil
+}
+
+// start runs a fresh agent for the node: new simulated GPUs (the
+// hardware after a repair is healthy) and a new kernel-log file, so the
+// old boot's Xid lines are not read again.
+func (f *simFleet) start(ctx context.Context, name string) error {
+	f.mu.Lock()
+	gen := f.generations[name]
+	f.generations[name] = gen + 1
+	f.mu.Unlock()
+
+	logPath := filepath.Join(f.dir, fmt.Sprintf("%s.%d.kmsg", name, gen))
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	node, err := sim.New(sim.Options{
+		NodeName: name, GPUs: f.opts.Sim.GPUs, Model: f.opts.Sim.Model,
+		Seed: f.opts.SimFleet.Seed ^ nameSeed(name) ^ int64(gen), KernelLog: logFile,
+	})
+	if err != nil {
+		_ = logFile.Close()
+		return err
+	}
+	a := &simAgent{node: node, logPath: logPath, done: make(chan struct{})}
+	o := *f.opts
+	o.NodeName = name
+	o.ExpectedGPUs = f.opts.Sim.GPUs
+	o.KmsgPath = logPath
+	o.StateDir = "" // a new boot starts a new log; nothing to resume
+	o.PushGateway = ""
+	o.source = &closingSource{Source: node, extra: logFile}
+	o.kube = f.kube
+	o.publishMetrics = func(h http.Handler) { a.metrics.Store(&h) }
+
+	agentCtx, cancel := context.WithCancel(ctx)
+	a.cancel = cancel
+	f.mu.Lock()
+	f.agents[name] = a
+	f.mu.Unlock()
+	f.starts.Inc()
+	go func() {
+		defer close(a.done)
+		if err := Run(agentCtx, &o, io.Discard, f.log.With("node", name)); err != nil && agentCtx.Err() == nil {
+			f.log.Error("sim fleet: agent stopped", "node", name, "err", err)
+		}
+	}()
+	f.log.Debug("sim fleet: agent started", "node", name, "boot", gen)
+	return nil
+}
+
+func (a *simAgent) stop() {
+	a.cancel()
+	<-a.done
+	_ = os.Remove(a.logPath)
+}
+
+func (f *simFleet) stopAll() {
+	f.mu.Lock()
+	agents := f.agents
+	f.agents = map[string]*simAgent{}
+	f.mu.Unlock()
+	for _, a := range agents {
+		a.stop()
+	}
+}
+
+// injectOne puts a fault drawn from the failure mix on a random node that
+// has none yet.
+func (f *simFleet) injectOne() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var healthy []string
+	for name, a := range f.agents {
+		if !a.faulted {
+			healthy = append(healthy, name)
+		}
+	}
+	if len(healthy) == 0 {
+		return
+	}
+	slices.Sort(healthy)
+	name := healthy[f.rng.IntN(len(healthy))]
+	a := f.agents[name]
+	class := drawFault(f.rng)
+	fault := class.fault
+	fault.GPU = f.rng.IntN(max(f.opts.Sim.GPUs, 1))
+	if err := a.node.Inject(fault); err != nil {
+		f.log.Error("sim fleet: injecting fault", "node", name, "class", class.name, "err", err)
+		return
+	}
+	a.faulted = a.faulted || class.fatal
+	f.injected.WithLabelValues(class.name).Inc()
+	f.log.Info("sim fleet: fault injected", "node", name, "gpu", fault.GPU, "class", class.name, "fault", fault.Kind, "fatal", class.fatal)
+}
+
+// serveNodeMetrics serves /nodes/NODE/metrics from that node's agent.
+func (f *simFleet) serveNodeMetrics(w http.ResponseWriter, r *http.Request) {
+	name, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/nodes/"), "/metrics")
+	if !ok || name == "" {
+		http.Error(w, "want /nodes/NODE/metrics", http.StatusNotFound)
+		return
+	}
+	f.mu.Lock()
+	a := f.agents[name]
+	f.mu.Unlock()
+	if a == nil {
+		http.Error(w, fmt.Sprintf("no agent runs for node %q (unknown, deleted or rebooting)", name), http.StatusNotFound)
+		return
+	}
+	h := a.metrics.Load()
+	if h == nil {
+		http.Error(w, fmt.Sprintf("agent of node %q has not collected yet", name), http.StatusServiceUnavailable)
+		return
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// nameSeed gives each node its own simulated serials and UUIDs.
+func nameSeed(name string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	return int64(h.Sum64() >> 1)
+}
+
+// errSimFleetStandalone: the fleet exists only to talk to a cluster.
+var errSimFleetStandalone = errors.New("--sim-fleet needs a cluster: it cannot run with --standalone")

@@ -1,0 +1,49 @@
+package agent
+
+import (
+	"math/rand/v2"
+
+	"github.com/gpuheal/gpuheal/internal/gpu/sim"
+)
+
+// faultClass is one line of the failure mix the sim fleet draws from.
+type faultClass struct {
+	name   string
+	weight float64
+	fault  sim.Fault
+	// fatal: the default rules take the node out of service for it.
+	fatal bool
+}
+
+// faultMix is the Llama 3 paper's table of 419 unexpected interruptions on
+// 16,384 H100s (../shared/research/fleet-failures.md), limited to the
+// causes a GPU node shows, each mapped to the fault a GPU of that class
+// shows. Software bugs stay in as application Xids: they happen as often
+// and must not lead to a repair. Counts are the paper's; causes outside
+// the node (switches, host maintenance, SSDs, PSUs) are left out.
+var faultMix = []faultClass{
+	{"faulty-gpu", 148, sim.Fault{Kind: sim.KindFellOffBus}, true},
+	{"hbm3-dbe", 50, sim.Fault{Kind: sim.KindDBE}, true},
+	{"hbm3-row-remap-failure", 22, sim.Fault{Kind: sim.KindRowRemapFailure}, true},
+	{"software-xid13", 54, sim.Fault{Kind: sim.KindXid, Params: map[string]string{"code": "13"}}, false},
+	{"nvlink-down", 35, sim.Fault{Kind: sim.KindNVLinkDown, Params: map[string]string{"link": "0"}}, true},
+	{"sram-uncontained-ecc", 19, sim.Fault{Kind: sim.KindXid, Params: map[string]string{"code": "95"}}, true},
+	{"gsp-timeout", 17, sim.Fault{Kind: sim.KindXid, Params: map[string]string{"code": "119"}}, true},
+	{"thermal", 6, sim.Fault{Kind: sim.KindThermalSlowdown}, true},
+}
+
+// drawFault picks a class with probability proportional to its weight.
+func drawFault(rng *rand.Rand) faultClass {
+	var total float64
+	for _, c := range faultMix {
+		total += c.weight
+	}
+	x := rng.Float64() * total
+	for _, c := range faultMix {
+		if x < c.weight {
+			return c
+		}
+		x -= c.weight
+	}
+	return faultMix[len(faultMix)-1]
+}
