@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real control plane used by tests and the demo -- kube-apiserver,
-# etcd and kwok -- from the Go module proxy into bin/. Prebuilt downloads are
+# etcd, kwok, and for the demo's and soak's workloads kube-controller-manager
+# (Deployments, PodDisruptionBudget status, node lifecycle) and
+# kube-scheduler -- from the Go module proxy into bin/. Prebuilt downloads are
 # not reachable here, so everything comes from source pinned in hack/tools/go.mod.
 #
 # The first build takes minutes (kube-apiserver ~8 min on 2 cores from a cold
@@ -17,8 +19,8 @@ k8s_version="v1.37.2"
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${k8s_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
 
 want="$(cat "$tools/go.mod" "$tools/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1) $(go env GOVERSION)"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$bin/kube-apiserver" && -x "$bin/etcd" && -x "$bin/kwok" && -f "$bin/kwok-stages.yaml" ]]; then
-  echo "control plane up to date in $bin (kube-apiserver ${k8s_version}, etcd, kwok)"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$bin/kube-apiserver" && -x "$bin/etcd" && -x "$bin/kwok" && -x "$bin/kube-controller-manager" && -x "$bin/kube-scheduler" && -f "$bin/kwok-stages.yaml" ]]; then
+  echo "control plane up to date in $bin (kube-apiserver ${k8s_version}, kube-controller-manager, kube-scheduler, etcd, kwok)"
   exit 0
 fi
 
@@ -31,6 +33,8 @@ build() { # name package [ldflags]
   echo ">> built $name in $((SECONDS - start))s"
 }
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$ldflags"
+build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$ldflags"
+build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$ldflags"
 build etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kwok sigs.k8s.io/kwok/cmd/kwok "-s -w"
 
@@ -38,7 +42,7 @@ build kwok sigs.k8s.io/kwok/cmd/kwok "-s -w"
 # our tree, so they always match the kwok binary.
 kwok_dir="$(cd "$tools" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)"
 stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
-  pod/general/pod-ready.yaml pod/general/pod-complete.yaml pod/general/pod-delete.yaml)
+  pod/general/pod-create.yaml pod/general/pod-ready.yaml pod/general/pod-complete.yaml pod/general/pod-delete.yaml)
 : > "$bin/kwok-stages.yaml"
 for s in "${stages[@]}"; do
   { echo "---"; cat "$kwok_dir/kustomize/stage/$s"; } >> "$bin/kwok-stages.yaml"

@@ -15,15 +15,18 @@ import (
 // cluster are left alone.
 const FakeNodeAnnotation = "kwok.x-k8s.io/node"
 
-type kwokProcess struct {
-	cmd *exec.Cmd
-	// done closes when kwok exits; waitErr is its exit status then.
+// childProcess is a control-plane process besides etcd and kube-apiserver
+// (which envtest runs): kwok, kube-controller-manager, kube-scheduler.
+type childProcess struct {
+	name string
+	cmd  *exec.Cmd
+	// done closes when the process exits; waitErr is its exit status then.
 	done    chan struct{}
 	waitErr error
 }
 
-func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) (*kwokProcess, error) {
-	cmd := exec.Command(filepath.Join(binDir, "kwok"),
+func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) (*childProcess, error) {
+	return startChild(ctx, binDir, "kwok", workDir, out,
 		"--kubeconfig="+kubeconfig,
 		"--config="+filepath.Join(binDir, KwokStagesFile),
 		"--manage-all-nodes=false",
@@ -32,22 +35,28 @@ func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.W
 		"--cidr=10.0.0.0/16",
 		"--node-ip=10.0.0.1",
 	)
+}
+
+// startChild runs binDir/name with args and returns once it has not
+// failed at start.
+func startChild(ctx context.Context, binDir, name, workDir string, out io.Writer, args ...string) (*childProcess, error) {
+	cmd := exec.Command(filepath.Join(binDir, name), args...)
 	cmd.Dir = workDir
 	cmd.Stdout, cmd.Stderr = out, out
-	// Our own process group keeps a terminal's Ctrl-C from killing kwok
-	// before we stop it in order; Pdeathsig ends it if we die first.
+	// Our own process group keeps a terminal's Ctrl-C from killing the
+	// child before we stop it in order; Pdeathsig ends it if we die first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting kwok: %w", err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &kwokProcess{cmd: cmd, done: make(chan struct{})}
+	p := &childProcess{name: name, cmd: cmd, done: make(chan struct{})}
 	go func() { p.waitErr = cmd.Wait(); close(p.done) }()
-	// kwok has no readiness endpoint without a server port; a process that
-	// dies on bad flags or config does so at once, so give it a moment to
-	// fail loudly rather than report success.
+	// These run without a serving port, so there is no readiness endpoint;
+	// a process that dies on bad flags or config does so at once, so give
+	// it a moment to fail loudly rather than report success.
 	select {
 	case <-p.done:
-		return nil, fmt.Errorf("kwok exited at start: %w", p.waitErr)
+		return nil, fmt.Errorf("%s exited at start: %w", name, p.waitErr)
 	case <-ctx.Done():
 		_ = p.stop()
 		return nil, ctx.Err()
@@ -56,7 +65,7 @@ func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.W
 	return p, nil
 }
 
-func (p *kwokProcess) stop() error {
+func (p *childProcess) stop() error {
 	if p == nil || p.cmd.Process == nil {
 		return nil
 	}
@@ -67,6 +76,26 @@ func (p *kwokProcess) stop() error {
 	case <-time.After(10 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		return errors.New("kwok did not stop within 10s; killed")
+		return fmt.Errorf("%s did not stop within 10s; killed", p.name)
 	}
+}
+
+// startWorkloadControllers runs kube-controller-manager with the
+// controllers workloads need on a kwok fleet (Deployments, ReplicaSets,
+// PodDisruptionBudget status, node lifecycle and taint eviction, garbage
+// collection) and kube-scheduler, neither serving a port.
+func startWorkloadControllers(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) ([]*childProcess, error) {
+	auth := []string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0"}
+	kcm, err := startChild(ctx, binDir, "kube-controller-manager", workDir, out, append(auth,
+		"--controllers=deployment,replicaset,disruption,garbagecollector,nodelifecycle,taint-eviction-controller",
+		"--use-service-account-credentials=false")...)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := startChild(ctx, binDir, "kube-scheduler", workDir, out, auth...)
+	if err != nil {
+		return nil, errors.Join(err, kcm.stop())
+	}
+	return []*childProcess{kcm, sched}, nil
 }

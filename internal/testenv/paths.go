@@ -70,10 +70,13 @@ func BinDir() (string, error) {
 const KwokStagesFile = "kwok-stages.yaml"
 
 // MissingBinaries lists the control-plane files absent from dir.
-func MissingBinaries(dir string, withKwok bool) []string {
+func MissingBinaries(dir string, withKwok, withWorkloads bool) []string {
 	need := []string{"kube-apiserver", "etcd"}
 	if withKwok {
 		need = append(need, "kwok", KwokStagesFile)
+	}
+	if withWorkloads {
+		need = append(need, "kube-controller-manager", "kube-scheduler")
 	}
 	var missing []string
 	for _, n := range need {

@@ -32,6 +32,10 @@ type Options struct {
 	CRDDir string
 	// Kwok starts kwok to manage nodes annotated kwok.x-k8s.io/node=fake.
 	Kwok bool
+	// Workloads starts kube-controller-manager and kube-scheduler, so that
+	// Deployments get pods, pods get nodes and PodDisruptionBudgets get
+	// their status, as in a real cluster (the demo, the soak test).
+	Workloads bool
 	// Scheme for the client; nil means client-go's scheme.
 	Scheme *runtime.Scheme
 	// Output receives the processes' logs; nil discards them.
@@ -53,7 +57,9 @@ type Env struct {
 	workDir string
 	ownDir  bool
 	env     *envtest.Environment
-	kwok    *kwokProcess
+	kwok    *childProcess
+	// workloads are kube-controller-manager and kube-scheduler.
+	workloads []*childProcess
 
 	stopOnce sync.Once
 	stopErr  error
@@ -69,7 +75,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			return nil, err
 		}
 	}
-	if missing := MissingBinaries(binDir, opts.Kwok); len(missing) > 0 {
+	if missing := MissingBinaries(binDir, opts.Kwok, opts.Workloads); len(missing) > 0 {
 		return nil, &MissingBinariesError{Dir: binDir, Missing: missing}
 	}
 	e := &Env{binDir: binDir, workDir: opts.WorkDir}
@@ -123,6 +129,16 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		}
 		_ = recordChildren(binDir)
 	}
+	if opts.Workloads {
+		out := opts.Output
+		if out == nil {
+			out = io.Discard
+		}
+		if e.workloads, err = startWorkloadControllers(ctx, binDir, e.Kubeconfig, e.workDir, out); err != nil {
+			return nil, err
+		}
+		_ = recordChildren(binDir)
+	}
 	return e, nil
 }
 
@@ -148,6 +164,9 @@ func (e *Env) writeKubeconfig() (string, error) {
 func (e *Env) Stop() error {
 	e.stopOnce.Do(func() {
 		var errs []error
+		for _, p := range e.workloads {
+			errs = append(errs, p.stop())
+		}
 		if e.kwok != nil {
 			errs = append(errs, e.kwok.stop())
 		}

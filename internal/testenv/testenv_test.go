@@ -102,3 +102,40 @@ func TestMissingBinariesNamesWhatAndHow(t *testing.T) {
 		}
 	}
 }
+
+// With Workloads, the real kube-controller-manager and kube-scheduler make
+// a Deployment's pods, place them on kwok's GPU nodes by their GPU
+// requests, and give the PodDisruptionBudget its status, which the
+// controller's drain depends on.
+func TestWorkloadsRunOnFakeGPUNodes(t *testing.T) {
+	env := ForTest(t, Options{Kwok: true, Workloads: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	names, err := CreateGPUNodes(ctx, env.Client, "wl", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitNodesReady(ctx, env.Client, names); err != nil {
+		t.Fatal(err)
+	}
+	// 5 pods × 4 GPUs fit 3 nodes × 8 GPUs only two to a node.
+	if err := CreateGPUWorkload(ctx, env.Client, "default", "trainer", 5, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitWorkloadRunning(ctx, env.Client, "default", "trainer", 5); err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.MatchingLabels{WorkloadLabel: "trainer"}); err != nil {
+		t.Fatal(err)
+	}
+	perNode := map[string]int{}
+	for _, p := range pods.Items {
+		perNode[p.Spec.NodeName]++
+	}
+	for node, n := range perNode {
+		if n > 2 {
+			t.Errorf("node %s runs %d pods of 4 GPUs; it has 8", node, n)
+		}
+	}
+}

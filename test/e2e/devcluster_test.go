@@ -116,7 +116,7 @@ func requireControlPlane(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if missing := testenv.MissingBinaries(binDir, true); len(missing) > 0 {
+	if missing := testenv.MissingBinaries(binDir, true, false); len(missing) > 0 {
 		err := &testenv.MissingBinariesError{Dir: binDir, Missing: missing}
 		if testenv.InCI() {
 			t.Fatal(err)

@@ -1,0 +1,98 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// WorkloadLabel marks the pods of a GPU workload: its value is the name.
+const WorkloadLabel = "gpuheal.io/workload"
+
+// CreateGPUWorkload creates a Deployment of replicas pods, each asking for
+// gpusPerPod GPUs, and a PodDisruptionBudget that lets one pod go at a
+// time: a training job's shape. It needs Options.Workloads (the
+// Deployment controller and the scheduler) to get pods, and kwok to run
+// them.
+func CreateGPUWorkload(ctx context.Context, c client.Client, namespace, name string, replicas int32, gpusPerPod int64) error {
+	labels := map[string]string{WorkloadLabel: name}
+	gpus := *resource.NewQuantity(gpusPerPod, resource.DecimalSI)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name: "trainer", Image: "trainer:sim",
+						Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{GPUResource: gpus},
+							Limits:   corev1.ResourceList{GPUResource: gpus},
+						},
+					}},
+					// Kwok pods stop at once; a real trainer checkpoints.
+					TerminationGracePeriodSeconds: new(int64),
+				},
+			},
+		},
+	}
+	if err := c.Create(ctx, dep); err != nil {
+		return fmt.Errorf("creating deployment %s/%s: %w", namespace, name, err)
+	}
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}
+	if err := c.Create(ctx, pdb); err != nil {
+		return fmt.Errorf("creating PodDisruptionBudget %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// WaitWorkloadRunning waits until the workload's pods are all Running and
+// its PodDisruptionBudget allows a disruption, which is when a drain can
+// begin.
+func WaitWorkloadRunning(ctx context.Context, c client.Client, namespace, name string, replicas int) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		running, allowed, err := workloadState(ctx, c, namespace, name)
+		if err == nil && running == replicas && allowed > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("workload %s/%s: %d of %d pods running, PDB allows %d disruptions (err %v): %w",
+				namespace, name, running, replicas, allowed, err, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func workloadState(ctx context.Context, c client.Client, namespace, name string) (running int, allowed int32, err error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{WorkloadLabel: name}); err != nil {
+		return 0, 0, err
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running++
+		}
+	}
+	var pdb policyv1.PodDisruptionBudget
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pdb); err != nil {
+		return running, 0, err
+	}
+	return running, pdb.Status.DisruptionsAllowed, nil
+}
