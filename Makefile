@@ -47,6 +47,7 @@ deps: ## install what a fresh machine lacks (Debian packages, control plane)
 	./hack/ensure-deps.sh
 	./hack/ensure-dynalite.sh
 	./hack/build-controlplane.sh
+	./hack/build-helm.sh
 
 .PHONY: test
 test: fmt-check vet deps ## all tests: gofmt, vet, unit and integration (real API server + kwok)
@@ -78,8 +79,8 @@ lint: ## golangci-lint v2, pinned in hack/tools/lint
 	$(BIN)/golangci-lint run $(PKGS)
 
 .PHONY: demo
-demo: deps build ## the main job: a local control plane with a fleet of fake GPU nodes
-	$(BIN)/gpuheal dev cluster --nodes $${NODES:-16}
+demo: deps build ## the main job: a local GPU fleet that fails and heals itself (NODES=32 SPEED=1)
+	$(BIN)/gpuheal demo --nodes $${NODES:-32} --speed $${SPEED:-1}
 
 .PHONY: clean
 clean: ## remove built gpuheal binaries (keeps the control plane)

@@ -84,6 +84,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			return nil, err
 		}
 		e.ownDir = true
+	} else if err := os.MkdirAll(e.workDir, 0o755); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {

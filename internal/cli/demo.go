@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/testenv"
+)
+
+type demoOptions struct {
+	nodes       int
+	speed       float64
+	seed        int64
+	binDir      string
+	workDir     string
+	metricsAddr string
+	agentAddr   string
+	verbose     bool
+}
+
+func newDemoCommand(out io.Writer) *cobra.Command {
+	o := &demoOptions{}
+	cmd := &cobra.Command{
+		Use:   "demo [--nodes 32] [--speed 1]",
+		Short: "A local GPU fleet that fails and heals itself, live, until Ctrl-C",
+		Long: `Starts the real control plane (kube-apiserver, etcd, kube-controller-manager,
+kube-scheduler) with kwok and a fleet of fake 8-GPU nodes, runs training
+workloads with PodDisruptionBudgets on it, one simulated gpuheal-agent per node
+(gpuheal-agent --sim-fleet) injecting faults drawn from the Llama 3 paper's
+failure mix, and gpuheal-controller with the kwok provider under a live
+RemediationPolicy. It prints every detection, cordon, drain, reboot and
+replacement as it happens, with each incident's time to recover, and the URLs
+of the metrics and the status page. Ctrl-C stops everything.
+
+--speed scales the pace: faults per minute, boot times and how long a
+condition must hold before a repair all scale by it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.nodes < 4 || o.nodes > 2000 {
+				return fmt.Errorf("--nodes %d: want 4 to 2000", o.nodes)
+			}
+			if o.speed <= 0 || o.speed > 60 {
+				return fmt.Errorf("--speed %v: want more than 0 and at most 60", o.speed)
+			}
+			return runDemo(cmd.Context(), out, o)
+		},
+	}
+	cmd.Flags().IntVar(&o.nodes, "nodes", 32, "fake GPU nodes in the fleet")
+	cmd.Flags().Float64Var(&o.speed, "speed", 1, "pace: 1 is a few incidents a minute with 30 s reboots and 90 s boots; 2 is twice as fast")
+	cmd.Flags().Int64Var(&o.seed, "seed", 1, "seed of the fault draws")
+	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", "directory with the control plane and gpuheal binaries (default: $GPUHEAL_BIN_DIR or <repo>/bin)")
+	cmd.Flags().StringVar(&o.workDir, "work-dir", "", "where the kubeconfig, logs and audit log go (default: a temporary directory removed on exit)")
+	cmd.Flags().StringVar(&o.metricsAddr, "controller-address", "127.0.0.1:8080", "the controller's metrics, audit API and status page")
+	cmd.Flags().StringVar(&o.agentAddr, "agent-address", "127.0.0.1:9400", "the sim fleet's metrics (/metrics, /nodes/NODE/metrics)")
+	cmd.Flags().BoolVar(&o.verbose, "verbose", false, "show the control plane's own logs")
+	return cmd
+}
+
+// demoPace is what --speed sets.
+type demoPace struct {
+	faultsPerMinute float64
+	holdFor         time.Duration // how long a condition must hold before repair
+	recoveryHold    time.Duration // how long a repaired node must stay healthy
+	rebootDelay     time.Duration
+	bootDelay       time.Duration
+}
+
+func paceFor(nodes int, speed float64) demoPace {
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) / speed).Round(time.Second) }
+	// One and a half incidents a minute on 32 nodes, growing with the
+	// fleet so that a bigger demo is as busy per node. A repair takes about
+	// 80 s at speed 1 and 10% of the fleet may be in repair at once, so
+	// repairs keep up and the breaker stays closed unless faults bunch up.
+	return demoPace{
+		faultsPerMinute: 1.5 * speed * float64(nodes) / 32,
+		holdFor:         max(scale(20*time.Second), time.Second),
+		recoveryHold:    max(scale(30*time.Second), time.Second),
+		rebootDelay:     max(scale(30*time.Second), time.Second),
+		bootDelay:       max(scale(90*time.Second), time.Second),
+	}
+}
+
+func runDemo(ctx context.Context, out io.Writer, o *demoOptions) (err error) {
+	log := logger()
+	binDir := o.binDir
+	if binDir == "" {
+		if binDir, err = testenv.BinDir(); err != nil {
+			return err
+		}
+	}
+	for _, b := range []string{"gpuheal-agent", "gpuheal-controller"} {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			return fmt.Errorf("%s not found in %s: run `make build` (or `make demo`)", b, binDir)
+		}
+	}
+	workDir := o.workDir
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "gpuheal-demo-"); err != nil {
+			return err
+		}
+		defer func() { _ = os.RemoveAll(workDir) }()
+	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return err
+	}
+	pace := paceFor(o.nodes, o.speed)
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gpuhealv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	var procOut io.Writer
+	if o.verbose {
+		procOut = os.Stderr
+	}
+	start := time.Now()
+	log.Info("starting the control plane: kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kwok")
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: binDir, Kwok: true, Workloads: true, Scheme: scheme,
+		WorkDir: filepath.Join(workDir, "cluster"), Output: procOut})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		log.Info("stopping the control plane")
+		err = errors.Join(err, env.Stop())
+	}()
+	log.Info("control plane ready", "after", time.Since(start).Round(time.Millisecond))
+
+	if err := seedDemoCluster(ctx, env.Client, o.nodes, pace); err != nil {
+		return err
+	}
+	log.Info("fleet and workloads running", "nodes", o.nodes, "after", time.Since(start).Round(time.Millisecond))
+
+	procs, err := startDemoProcesses(ctx, binDir, workDir, env.Kubeconfig, o, pace)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, procs.stop(log)) }()
+
+	fmt.Fprintf(out, `
+gpuheal demo: %d GPU nodes, %.1f faults/min, repair after %s, reboot %s, boot %s
+  kubeconfig     %s
+  status page    http://%s/status/
+  controller     http://%s/metrics   (audit: gpuheal incidents --controller-url http://%s)
+  agents         http://%s/metrics   (one node: http://%s/nodes/%s/metrics)
+  logs           %s
+  try            gpuheal status --kubeconfig %s --watch
+Ctrl-C stops everything.
+
+`, o.nodes, pace.faultsPerMinute, pace.holdFor, pace.rebootDelay, pace.bootDelay, env.Kubeconfig,
+		o.metricsAddr, o.metricsAddr, o.metricsAddr, o.agentAddr, o.agentAddr, testenv.NodeName(demoNodePrefix, 0),
+		workDir, env.Kubeconfig)
+
+	view := newDemoView(env.Client, out, time.Now())
+	return view.run(ctx, procs.exited)
+}
+
+const (
+	demoNodePrefix = "gpu-node"
+	demoNamespace  = "training"
+	demoPolicy     = "demo"
+)
+
+// seedDemoCluster creates the fleet, two training jobs that fill most of
+// it (one pod per node, 8 GPUs each, one pod at a time may be disrupted)
+// and the live policy.
+func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoPace) error {
+	names, err := testenv.CreateGPUNodes(ctx, c, demoNodePrefix, nodes)
+	if err != nil {
+		return err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := testenv.WaitNodesReady(waitCtx, c, names); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", demoNamespace, err)
+	}
+	// Three quarters of the fleet busy leaves room to move evicted pods.
+	perJob := int32(max(nodes*3/8, 1))
+	for _, job := range []string{"llm-pretrain", "llm-finetune"} {
+		if err := testenv.CreateGPUWorkload(ctx, c, demoNamespace, job, perJob, 8); err != nil {
+			return err
+		}
+	}
+	for _, job := range []string{"llm-pretrain", "llm-finetune"} {
+		if err := testenv.WaitWorkloadRunning(waitCtx, c, demoNamespace, job, int(perJob)); err != nil {
+			return err
+		}
+	}
+	return c.Create(ctx, demoRemediationPolicy(pace))
+}
+
+// demoRemediationPolicy is live (not dry run): the demo is there to show
+// repairs. 10% at a time, so that drains of both jobs meet their PDBs.
+func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
+	parallel := intstr.FromString("10%")
+	twenty := intstr.FromString("20%")
+	timeout := metav1.Duration{Duration: 5 * time.Minute}
+	hold := metav1.Duration{Duration: pace.holdFor}
+	return &gpuhealv1.RemediationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: demoPolicy},
+		Spec: gpuhealv1.RemediationPolicySpec{
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{testenv.GPUPresentLabel: "true"}},
+			UnhealthyConditions: []gpuhealv1.UnhealthyCondition{
+				{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, For: hold},
+				{Type: "KernelReady", Status: corev1.ConditionFalse, For: hold},
+			},
+			MaxUnhealthy: &twenty,
+			MaxParallel:  &parallel,
+			Drain:        gpuhealv1.DrainSpec{Timeout: &timeout},
+			Provider:     "kwok",
+			RecoveryHold: &metav1.Duration{Duration: pace.recoveryHold},
+		},
+	}
+}
+
+func formatRate(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }

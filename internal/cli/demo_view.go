@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/testenv"
+)
+
+// demoView prints what happens in the fleet as it happens: detections,
+// each incident's phases, the breaker, and a summary now and then.
+type demoView struct {
+	c     client.Client
+	out   io.Writer
+	start time.Time
+	color bool
+
+	printed   map[string]int    // incident → phases printed
+	problems  map[string]string // node → the condition reason last printed
+	recovered []time.Duration
+	failed    int
+	breaker   map[string]bool
+	summaryAt time.Time
+}
+
+const demoSummaryEvery = 15 * time.Second
+
+func newDemoView(c client.Client, out io.Writer, start time.Time) *demoView {
+	return &demoView{c: c, out: out, start: start, color: isTerminal(out),
+		printed: map[string]int{}, problems: map[string]string{}, breaker: map[string]bool{}, summaryAt: start}
+}
+
+// run polls until ctx ends, or returns an error when a demo process died.
+func (v *demoView) run(ctx context.Context, exited <-chan string) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			v.summary(time.Now(), nil)
+			return nil
+		case why := <-exited:
+			return errors.New(why)
+		case now := <-tick.C:
+			if err := v.poll(ctx, now); err != nil && ctx.Err() == nil {
+				v.line(now, "", "", "reading the cluster: "+err.Error())
+			}
+		}
+	}
+}
+
+func (v *demoView) poll(ctx context.Context, now time.Time) error {
+	var nodes corev1.NodeList
+	if err := v.c.List(ctx, &nodes, client.MatchingLabels{testenv.GPUPresentLabel: "true"}); err != nil {
+		return err
+	}
+	var rems gpuhealv1.NodeRemediationList
+	if err := v.c.List(ctx, &rems); err != nil {
+		return err
+	}
+	var policies gpuhealv1.RemediationPolicyList
+	if err := v.c.List(ctx, &policies); err != nil {
+		return err
+	}
+	v.detections(now, nodes.Items)
+	v.incidents(rems.Items)
+	for _, p := range policies.Items {
+		if open := p.Status.BreakerOpen; open != v.breaker[p.Name] {
+			v.breaker[p.Name] = open
+			state := "closed: repairs resume"
+			if open {
+				state = "OPEN: too many unhealthy nodes, no new repairs"
+			}
+			v.line(now, "\x1b[35m", "policy/"+p.Name, "circuit breaker "+state)
+		}
+	}
+	if now.Sub(v.summaryAt) >= demoSummaryEvery {
+		v.summaryAt = now
+		v.summary(now, nodes.Items)
+	}
+	return nil
+}
+
+// detections prints a node's GPU or kernel condition turning False (what
+// the agent found) and clears it when the node is healthy again.
+func (v *demoView) detections(now time.Time, nodes []corev1.Node) {
+	for i := range nodes {
+		n := &nodes[i]
+		problem, message := "", ""
+		for _, c := range n.Status.Conditions {
+			if (c.Type == "AcceleratedHardwareReady" || c.Type == "KernelReady") && c.Status == corev1.ConditionFalse {
+				problem = string(c.Type) + "=False " + c.Reason
+				message = c.Message
+				break
+			}
+		}
+		switch {
+		case problem != "" && v.problems[n.Name] != problem:
+			// Once per reason: the message grows as more problems join.
+			v.problems[n.Name] = problem
+			v.line(now, "\x1b[31m", n.Name, "DETECTED "+problem+": "+shorten(message, 100))
+		case problem == "":
+			delete(v.problems, n.Name)
+		}
+	}
+}
+
+// incidents prints every phase an incident entered since the last poll.
+func (v *demoView) incidents(rems []gpuhealv1.NodeRemediation) {
+	slices.SortFunc(rems, func(a, b gpuhealv1.NodeRemediation) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	})
+	for i := range rems {
+		r := &rems[i]
+		for _, p := range r.Status.Phases[min(v.printed[r.Name], len(r.Status.Phases)):] {
+			color, what := v.describePhase(r, p)
+			v.line(p.Time.Time, color, r.Spec.NodeName, what)
+		}
+		v.printed[r.Name] = len(r.Status.Phases)
+	}
+}
+
+func (v *demoView) describePhase(r *gpuhealv1.NodeRemediation, p gpuhealv1.PhaseTransition) (color, what string) {
+	msg := ""
+	if p.Message != "" {
+		msg = ": " + p.Message
+	}
+	switch p.Phase {
+	case gpuhealv1.PhasePending:
+		return "\x1b[33m", fmt.Sprintf("incident %s opened (%s)%s", r.Name, r.Spec.Trigger.Reason, msg)
+	case gpuhealv1.PhaseSucceeded:
+		ttr := p.Time.Sub(r.Spec.Trigger.Since.Time).Round(time.Second)
+		v.recovered = append(v.recovered, ttr)
+		repl := ""
+		if r.Status.Replacement != "" {
+			repl = ", replaced by " + r.Status.Replacement
+		}
+		return "\x1b[32m", fmt.Sprintf("RECOVERED in %s from detection (%s%s)", ttr, strings.ToLower(string(r.Status.Action)), repl)
+	case gpuhealv1.PhaseFailed:
+		v.failed++
+		return "\x1b[31m", "FAILED" + msg
+	}
+	return "\x1b[33m", strings.ToLower(string(p.Phase)) + msg
+}
+
+func (v *demoView) summary(now time.Time, nodes []corev1.Node) {
+	healthy := 0
+	for i := range nodes {
+		if testenv.NodeReady(&nodes[i]) && !nodes[i].Spec.Unschedulable && v.problems[nodes[i].Name] == "" {
+			healthy++
+		}
+	}
+	ttr := "-"
+	if len(v.recovered) > 0 {
+		s := slices.Clone(v.recovered)
+		slices.Sort(s)
+		ttr = fmt.Sprintf("p50 %s, max %s", s[len(s)/2], s[len(s)-1])
+	}
+	fleet := ""
+	if nodes != nil {
+		fleet = fmt.Sprintf("%d/%d nodes in service · ", healthy, len(nodes))
+	}
+	v.line(now, "\x1b[1m", "fleet", fmt.Sprintf("%s%d recovered, %d failed · time to recover %s", fleet, len(v.recovered), v.failed, ttr))
+}
+
+func (v *demoView) line(at time.Time, color, subject, what string) {
+	elapsed := at.Sub(v.start).Round(time.Second)
+	if elapsed < 0 {
+		elapsed = 0
+	}
+	text := fmt.Sprintf("[+%8s] %-16s %s", elapsed, subject, what)
+	if v.color && color != "" {
+		text = color + text + colorReset
+	}
+	fmt.Fprintln(v.out, text)
+}
+
+// shorten cuts text to n runes with an ellipsis, for one-line output.
+func shorten(text string, n int) string {
+	r := []rune(text)
+	if len(r) <= n {
+		return text
+	}
+	return string(r[:n-1]) + "…"
+}
