@@ -36,6 +36,7 @@ func run(ctx context.Context, opts *options) error {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(opts.gcPercent)
 	}
-	log.Info("starting gpuheal-controller", "leaderElection", opts.run.Manager.LeaderElection, "providers", opts.run.Providers.Enabled)
+	log.Info("starting gpuheal-controller", "leaderElection", opts.run.Manager.LeaderElection, "providers", opts.run.Providers.Enabled,
+		"statusPage", opts.run.StatusPage)
 	return remediation.Run(ctx, opts.run)
 }

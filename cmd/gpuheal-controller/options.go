@@ -66,6 +66,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.Float64Var(&sc.SilverMin, "score-silver-min", sc.SilverMin, "health score: lowest score of the silver tier")
 	fs.DurationVar(&c.ScoreEvery, "score-interval", time.Minute, "how often health scores are published on the nodes")
 	fs.BoolVar(&c.ProtectGold, "protect-gold-from-scale-in", false, "keep gold-tier nodes out of scale-in through the node's provider (aws: Auto Scaling instance protection), so a shrinking group removes the least trusted first")
+	fs.BoolVar(&o.run.StatusPage, "status-page", false, "serve a read-only web page of the fleet at /status/ on the metrics address; open it through the API server's service proxy or a port-forward (docs/status-page.md)")
 	flagenv.Usage(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
 	"github.com/gpuheal/gpuheal/internal/provider/none"
 	"github.com/gpuheal/gpuheal/internal/score"
+	"github.com/gpuheal/gpuheal/internal/statuspage"
 )
 
 // ProviderOptions chooses and configures the providers a controller offers
@@ -108,6 +109,9 @@ type RunOptions struct {
 	Providers   ProviderOptions
 	Audit       AuditOptions
 	Score       score.Config
+	// StatusPage serves the read-only web status page at /status/ beside
+	// /metrics (docs/status-page.md).
+	StatusPage bool
 }
 
 // Run starts the manager with the reconcilers and blocks until ctx ends.
@@ -129,6 +133,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.StatusPage {
+		if err := mountStatusPage(mgr); err != nil {
+			return err
+		}
+	}
 	set, err := NewProviders(ctx, mgr, o.Providers)
 	if err != nil {
 		return err
@@ -143,6 +152,18 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running controller manager: %w", err)
+	}
+	return nil
+}
+
+// mountStatusPage serves the page from the manager's cache, under
+// /status/ and /status (which redirects below the API server's proxy path).
+func mountStatusPage(mgr manager.Manager) error {
+	h := statuspage.New(mgr.GetClient(), statuspage.Options{})
+	for _, path := range []string{statuspage.Prefix, strings.TrimSuffix(statuspage.Prefix, "/")} {
+		if err := mgr.AddMetricsServerExtraHandler(path, h); err != nil {
+			return fmt.Errorf("serving the status page at %s: %w", path, err)
+		}
 	}
 	return nil
 }
