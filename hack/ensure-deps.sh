@@ -14,6 +14,8 @@ command -v prometheus-pushgateway >/dev/null || need+=(prometheus-pushgateway)
 # Node.js and npm install dynalite, the DynamoDB-compatible server of the audit tests.
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
+# Headless Chromium loads the controller's status page in its tests.
+command -v chromium >/dev/null || need+=(chromium)
 
 if ((${#need[@]})); then
   echo ">> installing Debian packages: ${need[*]}"

@@ -1,0 +1,101 @@
+{{/*
+Base name of every object: the release name when it contains "gpuheal",
+else "<release>-gpuheal"; fullnameOverride wins.
+*/}}
+{{- define "gpuheal.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpuheal.agent.name" -}}{{ include "gpuheal.fullname" . }}-agent{{- end -}}
+{{- define "gpuheal.controller.name" -}}{{ include "gpuheal.fullname" . }}-controller{{- end -}}
+
+{{/*
+Labels of every object; "gpuheal.labels" takes (list $ "component-name").
+*/}}
+{{- define "gpuheal.labels" -}}
+{{- $ := index . 0 -}}
+app.kubernetes.io/name: {{ index . 1 }}
+app.kubernetes.io/part-of: gpuheal
+app.kubernetes.io/version: {{ $.Chart.AppVersion | quote }}
+{{- if $.Values.helmLabels }}
+app.kubernetes.io/instance: {{ $.Release.Name }}
+app.kubernetes.io/managed-by: {{ $.Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" $.Chart.Name $.Chart.Version | replace "+" "_" }}
+{{- end }}
+{{- with $.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels: stable across upgrades. (list $ "component-name") */}}
+{{- define "gpuheal.selectorLabels" -}}
+{{- $ := index . 0 -}}
+app.kubernetes.io/name: {{ index . 1 }}
+{{- if $.Values.helmLabels }}
+app.kubernetes.io/instance: {{ $.Release.Name }}
+{{- end }}
+{{- end -}}
+
+{{/* image reference: (list $ .Values.agent.image) */}}
+{{- define "gpuheal.image" -}}
+{{- $ := index . 0 -}}
+{{- $img := index . 1 -}}
+{{- printf "%s:%s" $img.repository (default (default $.Chart.AppVersion $.Values.image.tag) $img.tag) -}}
+{{- end -}}
+
+{{/* The GPU node selector as a label selector string (k=v,k=v). */}}
+{{- define "gpuheal.gpuNodeSelectorString" -}}
+{{- $parts := list -}}
+{{- range $k, $v := .Values.gpuNodeSelector -}}
+{{- $parts = append $parts (printf "%s=%s" $k $v) -}}
+{{- end -}}
+{{- join "," $parts -}}
+{{- end -}}
+
+{{/* Whether a provider is enabled: (list $ "karpenter") */}}
+{{- define "gpuheal.hasProvider" -}}
+{{- if has (index . 1) (index . 0).Values.controller.providers -}}true{{- end -}}
+{{- end -}}
+
+{{- define "gpuheal.validate" -}}
+{{- $access := .Values.agent.kernelLog.access -}}
+{{- if not (has $access (list "privileged" "devicePlugin" "file" "none")) -}}
+{{- fail (printf "agent.kernelLog.access %q: want privileged, devicePlugin, file or none" $access) -}}
+{{- end -}}
+{{- $sink := .Values.controller.audit.sink -}}
+{{- if not (has $sink (list "sqlite" "dynamodb" "jsonl" "none")) -}}
+{{- fail (printf "controller.audit.sink %q: want sqlite, dynamodb, jsonl or none" $sink) -}}
+{{- end -}}
+{{- if and (eq $sink "sqlite") .Values.controller.audit.sqlite.persistence.enabled (gt (int .Values.controller.replicas) 1) -}}
+{{- fail "controller.audit.sqlite.persistence.enabled needs controller.replicas=1: one SQLite writer on one ReadWriteOnce volume (use controller.audit.sink=dynamodb for more replicas)" -}}
+{{- end -}}
+{{- if and (eq $sink "dynamodb") (not .Values.controller.audit.dynamodb.table) -}}
+{{- fail "controller.audit.sink=dynamodb needs controller.audit.dynamodb.table" -}}
+{{- end -}}
+{{- range .Values.controller.providers -}}
+{{- if not (has . (list "aws" "karpenter" "clusterapi" "kwok" "none")) -}}
+{{- fail (printf "controller.providers: unknown provider %q (aws, karpenter, clusterapi, kwok, none)" .) -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.agent.rules -}}
+{{- $rules := fromYaml . -}}
+{{- if hasKey $rules "Error" -}}
+{{- fail (printf "agent.rules is not YAML: %s" (get $rules "Error")) -}}
+{{- end -}}
+{{- if not (hasKey $rules "rules") -}}
+{{- fail "agent.rules needs a rules: list (\"rules: []\" turns every rule off); leave agent.rules empty for the built-in rules" -}}
+{{- end -}}
+{{- end -}}
+{{- if lt (int .Values.controller.replicas) 1 -}}
+{{- fail "controller.replicas must be at least 1" -}}
+{{- end -}}
+{{- end -}}

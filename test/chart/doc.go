@@ -1,0 +1,6 @@
+// Package chart tests the Helm chart in charts/gpuheal: helm lint, helm
+// template with several value sets (testdata/), every rendered object
+// applied to a real API server with a server-side dry run, the agent's
+// least-privilege promise, and that deploy/ is the chart's rendering.
+// helm comes from bin/ (hack/build-helm.sh).
+package chart

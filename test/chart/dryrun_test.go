@@ -1,0 +1,93 @@
+package chart
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gpuheal/gpuheal/internal/testenv"
+)
+
+// promOperatorModule holds the ServiceMonitor and PrometheusRule CRDs; its
+// version is pinned in hack/tools/helm/go.mod.
+const promOperatorModule = "github.com/prometheus-operator/prometheus-operator"
+
+// TestServerSideDryRun applies every object of every value set to a real
+// kube-apiserver (v1.37) with server-side apply and dryRun=All, so the API
+// server's own validation — schemas, CEL rules of our CRDs, defaulting,
+// ValidatingAdmissionPolicy compilation, pod-spec validation — judges what
+// the chart renders. Our CRDs and prometheus-operator's are installed
+// first, and the namespace is created for real.
+func TestServerSideDryRun(t *testing.T) {
+	// Skip (or fail under CI) before starting a control plane.
+	helmBin(t)
+	// Installs our CRDs from charts/gpuheal/crds.
+	env := testenv.ForTest(t, testenv.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	monitoring := true
+	if dir, err := promOperatorCRDs(t); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("prometheus-operator CRDs: %v", err)
+		}
+		t.Logf("prometheus-operator CRDs unavailable (%v): ServiceMonitor and PrometheusRule are not applied", err)
+		monitoring = false
+	} else if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{
+		filepath.Join(dir, "monitoring.coreos.com_servicemonitors.yaml"),
+		filepath.Join(dir, "monitoring.coreos.com_prometheusrules.yaml"),
+	}, ErrorIfPathMissing: true}); err != nil {
+		t.Fatalf("installing prometheus-operator CRDs: %v", err)
+	}
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, vs := range valueSets {
+		t.Run(vs.name, func(t *testing.T) {
+			objs := decode(t, render(t, vs.args...))
+			if len(objs) == 0 {
+				t.Fatal("nothing rendered")
+			}
+			for _, o := range objs {
+				what := fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
+				if strings.HasPrefix(o.GetAPIVersion(), "monitoring.coreos.com/") && !monitoring {
+					t.Logf("%s: not applied (no CRD)", what)
+					continue
+				}
+				if ns := o.GetNamespace(); ns != "" && ns != namespace {
+					t.Errorf("%s is in namespace %q, not the release's", what, ns)
+				}
+				err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o),
+					client.DryRunAll, client.ForceOwnership, client.FieldOwner("helm"))
+				if err != nil {
+					t.Errorf("%s: server-side dry run: %v", what, err)
+				}
+			}
+		})
+	}
+}
+
+// promOperatorCRDs is the prometheus-operator module's CRD directory in the
+// module cache (hack/build-helm.sh downloads it; go mod download is a
+// no-op once it is there).
+func promOperatorCRDs(t *testing.T) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", promOperatorModule)
+	cmd.Dir = filepath.Join(repoRoot(t), "hack", "tools", "helm")
+	out, err := cmd.Output()
+	var mod struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &mod); jerr != nil || mod.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: %v %s", promOperatorModule, err, mod.Error)
+	}
+	return filepath.Join(mod.Dir, "example", "prometheus-operator-crd"), nil
+}

@@ -1,0 +1,115 @@
+package chart
+
+import (
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestAgentLeastPrivilege holds the chart to what docs/install.md
+// promises, in every value set: the agent never shares the host's PID,
+// network or IPC namespace, its root file system is read-only, it mounts
+// only the host paths it reads (read-only) and its state directory, and it
+// is privileged only when the operator left the kernel log to
+// agent.kernelLog.access=privileged (the one thing no unprivileged
+// container can open without a device plugin). Otherwise every capability
+// is dropped but SYSLOG, and only for the device plugin's /dev/kmsg.
+func TestAgentLeastPrivilege(t *testing.T) {
+	allowedHostPaths := map[string]bool{
+		"/proc": false, "/dev": false, "/dev/kmsg": false, "/var/log": false, // read-only
+		"/var/lib/gpuheal": true, // written: kernel-log position, fatal findings
+	}
+	for _, vs := range valueSets {
+		t.Run(vs.name, func(t *testing.T) {
+			objs := decode(t, render(t, vs.args...))
+			ds := find(t, objs, "DaemonSet", "gpuheal-agent")
+			spec, _, _ := unstructured.NestedMap(ds.Object, "spec", "template", "spec")
+			for _, f := range []string{"hostPID", "hostNetwork", "hostIPC"} {
+				if v, _ := spec[f].(bool); v {
+					t.Errorf("agent pod sets %s", f)
+				}
+			}
+			access := vs.kernelLog
+			c := container(t, ds, "agent")
+			sc, _, _ := unstructured.NestedMap(c, "securityContext")
+			if ro, _ := sc["readOnlyRootFilesystem"].(bool); !ro {
+				t.Error("agent root file system is writable")
+			}
+			privileged, _ := sc["privileged"].(bool)
+			if privileged != (access == "privileged") {
+				t.Errorf("kernelLog.access=%s: privileged=%v", access, privileged)
+			}
+			if !privileged {
+				if ape, ok := sc["allowPrivilegeEscalation"].(bool); !ok || ape {
+					t.Error("allowPrivilegeEscalation is not false")
+				}
+				drop, _, _ := unstructured.NestedStringSlice(sc, "capabilities", "drop")
+				add, _, _ := unstructured.NestedStringSlice(sc, "capabilities", "add")
+				if !slices.Equal(drop, []string{"ALL"}) {
+					t.Errorf("capabilities.drop = %v, want [ALL]", drop)
+				}
+				want := []string(nil)
+				if access == "devicePlugin" {
+					want = []string{"SYSLOG"}
+				}
+				if !slices.Equal(add, want) {
+					t.Errorf("kernelLog.access=%s: capabilities.add = %v, want %v", access, add, want)
+				}
+			}
+			if seccomp, _, _ := unstructured.NestedString(spec, "securityContext", "seccompProfile", "type"); seccomp != "RuntimeDefault" {
+				t.Errorf("pod seccompProfile = %q, want RuntimeDefault", seccomp)
+			}
+
+			// Host paths: only the allowed ones, and written only where allowed.
+			hostPath := map[string]string{} // volume name → host path
+			vols, _, _ := unstructured.NestedSlice(spec, "volumes")
+			for _, v := range vols {
+				if p, ok, _ := unstructured.NestedString(v.(map[string]any), "hostPath", "path"); ok {
+					name := v.(map[string]any)["name"].(string)
+					if _, allowed := allowedHostPaths[p]; !allowed {
+						t.Errorf("volume %s mounts host path %s", name, p)
+					}
+					hostPath[name] = p
+				}
+			}
+			mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+			for _, m := range mounts {
+				mm := m.(map[string]any)
+				p, ok := hostPath[mm["name"].(string)]
+				if !ok {
+					continue
+				}
+				if ro, _ := mm["readOnly"].(bool); !ro && !allowedHostPaths[p] {
+					t.Errorf("host path %s is mounted writable at %s", p, mm["mountPath"])
+				}
+			}
+		})
+	}
+}
+
+// TestControllerUnprivileged: the controller needs nothing from its node.
+func TestControllerUnprivileged(t *testing.T) {
+	for _, vs := range valueSets {
+		t.Run(vs.name, func(t *testing.T) {
+			objs := decode(t, render(t, vs.args...))
+			d := find(t, objs, "Deployment", "gpuheal-controller")
+			spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+			if nonRoot, _, _ := unstructured.NestedBool(spec, "securityContext", "runAsNonRoot"); !nonRoot {
+				t.Error("controller may run as root")
+			}
+			vols, _, _ := unstructured.NestedSlice(spec, "volumes")
+			for _, v := range vols {
+				if _, ok := v.(map[string]any)["hostPath"]; ok {
+					t.Errorf("controller mounts a host path: %v", v)
+				}
+			}
+			sc, _, _ := unstructured.NestedMap(container(t, d, "controller"), "securityContext")
+			drop, _, _ := unstructured.NestedStringSlice(sc, "capabilities", "drop")
+			if p, _ := sc["privileged"].(bool); p || sc["allowPrivilegeEscalation"] != false ||
+				sc["readOnlyRootFilesystem"] != true || !slices.Equal(drop, []string{"ALL"}) {
+				t.Errorf("controller securityContext %v", sc)
+			}
+		})
+	}
+}
