@@ -103,10 +103,9 @@ func runDemo(ctx context.Context, out io.Writer, o *demoOptions) (err error) {
 			return err
 		}
 	}
-	for _, b := range []string{"gpuheal-agent", "gpuheal-controller"} {
-		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
-			return fmt.Errorf("%s not found in %s: run `make build` (or `make demo`)", b, binDir)
-		}
+	ownDir, err := gpuhealBinDir(binDir)
+	if err != nil {
+		return err
 	}
 	workDir := o.workDir
 	if workDir == "" {
@@ -147,7 +146,7 @@ func runDemo(ctx context.Context, out io.Writer, o *demoOptions) (err error) {
 	}
 	log.Info("fleet and workloads running", "nodes", o.nodes, "after", time.Since(start).Round(time.Millisecond))
 
-	procs, err := startDemoProcesses(ctx, binDir, workDir, env.Kubeconfig, o, pace)
+	procs, err := startDemoProcesses(ctx, ownDir, workDir, env.Kubeconfig, o, pace)
 	if err != nil {
 		return err
 	}
@@ -233,3 +232,24 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 }
 
 func formatRate(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
+
+// gpuhealBinDir is where gpuheal-agent and gpuheal-controller are: beside
+// this gpuheal binary (an install, or a test's build directory), else in
+// the control plane's directory (make build puts all in bin/).
+func gpuhealBinDir(binDir string) (string, error) {
+	dirs := []string{binDir}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append([]string{filepath.Dir(exe)}, dirs...)
+	}
+	for _, dir := range dirs {
+		if isFile(filepath.Join(dir, "gpuheal-agent")) && isFile(filepath.Join(dir, "gpuheal-controller")) {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("gpuheal-agent and gpuheal-controller not found in %v: run `make build` (or `make demo`)", dirs)
+}
+
+func isFile(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
