@@ -52,6 +52,8 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.Float64Var(&o.SimFleet.FaultsPerMinute, "sim-fleet-faults-per-minute", 0, "sim fleet: mean rate of faults drawn from the published failure mix (0: none)")
 	fs.Int64Var(&o.SimFleet.Seed, "sim-fleet-seed", 1, "sim fleet: seed of the fault draws")
 	fs.DurationVar(&o.SimFleet.Resync, "sim-fleet-resync", 2*time.Second, "sim fleet: how often nodes are listed to start and stop agents")
+	fs.StringVar(&o.SimFleet.ScheduleFile, "sim-fleet-schedule", "", "sim fleet: fault schedule (JSON lines: at, slot, class, gpu), run from --sim-fleet-epoch")
+	epoch := fs.String("sim-fleet-epoch", "", "sim fleet: when the schedule starts, RFC 3339 (default: now); a restarted fleet goes on from its journal")
 	flagenv.Usage(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, lo, err
@@ -70,6 +72,13 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	}
 	if err := o.Validate(); err != nil {
 		return nil, lo, err
+	}
+	if *epoch != "" {
+		t, err := time.Parse(time.RFC3339Nano, *epoch)
+		if err != nil {
+			return nil, lo, fmt.Errorf("--sim-fleet-epoch %q: want RFC 3339: %w", *epoch, err)
+		}
+		o.SimFleet.Epoch = t
 	}
 	return o, lo, nil
 }

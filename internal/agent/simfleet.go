@@ -43,6 +43,12 @@ type SimFleetOptions struct {
 	// Resync is how often the fleet lists the nodes to start agents on new
 	// nodes and stop them on deleted or rebooting ones.
 	Resync time.Duration
+	// ScheduleFile is a fleet fault schedule (JSON lines of ScheduledFault,
+	// see DrawSchedule), run from Epoch; a restarted fleet skips what its
+	// journal says was done.
+	ScheduleFile string
+	// Epoch is when the schedule starts; zero means when the fleet starts.
+	Epoch time.Time
 }
 
 // bootingLabel is set by the kwok provider while a simulated machine
@@ -69,6 +75,9 @@ func RunSimFleet(ctx context.Context, o *Options, log *slog.Logger) error {
 		return fmt.Errorf("--sim-fleet-dir: %w", err)
 	}
 	f := newSimFleet(o, kube, dir, log)
+	if err := f.loadSchedule(); err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(f.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/nodes/", f.serveNodeMetrics)
@@ -94,6 +103,12 @@ type simFleet struct {
 	mu          sync.Mutex
 	agents      map[string]*simAgent
 	generations map[string]int // agents started per node, for fresh seeds and files
+	// nonce tells this process's kernel-log files from a previous one's.
+	nonce int64
+
+	schedule []ScheduledFault
+	next     int // first schedule entry not handled yet
+	epoch    time.Time
 
 	registry *prometheus.Registry
 	running  prometheus.Gauge
@@ -103,15 +118,19 @@ type simFleet struct {
 
 // simAgent is one node's agent: its simulated GPUs and how to stop it.
 type simAgent struct {
+	name    string
 	node    *sim.Node
+	// hardware is what this boot's GPUs carry, also on disk.
+	hardware nodeFaults
 	logPath string
 	cancel  context.CancelFunc
 	done    chan struct{}
 	metrics atomic.Pointer[http.Handler]
-	// faulted: a fatal fault was injected; the node gets no second one
-	// before its (simulated) repair.
-	faulted bool
 }
+
+// faulted: a fatal fault was injected in this boot; the node gets no
+// second one before its (simulated) repair.
+func (a *simAgent) faulted() bool { return a.hardware.Faulted }
 
 func newSimFleet(o *Options, kube rest.Interface, dir string, log *slog.Logger) *simFleet {
 	f := &simFleet{
@@ -119,6 +138,8 @@ func newSimFleet(o *Options, kube rest.Interface, dir string, log *slog.Logger) 
 		rng:         rand.New(rand.NewPCG(uint64(o.SimFleet.Seed), 0x5eed)), //nolint:gosec // a reproducible simulation, not security
 		agents:      map[string]*simAgent{},
 		generations: map[string]int{},
+		nonce:       time.Now().UnixNano(),
+		epoch:       o.SimFleet.Epoch,
 		registry:    prometheus.NewRegistry(),
 		running: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gpuheal_simfleet_agents", Help: "Simulated agents running, one per GPU node that is up.",
@@ -143,15 +164,88 @@ func (f *simFleet) run(ctx context.Context) {
 		if err := f.reconcile(ctx); err != nil && ctx.Err() == nil {
 			f.log.Warn("sim fleet: listing nodes", "err", err)
 		}
+		scheduled, stopScheduled := f.scheduleTimer()
 		select {
 		case <-ctx.Done():
+			stopScheduled()
 			return
 		case <-resync.C:
 		case <-nextFault:
 			f.injectOne()
 			nextFault = f.faultTimer()
+		case <-scheduled:
+			f.injectDue(time.Now())
+		}
+		stopScheduled()
+	}
+}
+
+// scheduleTimer fires when the next scheduled fault is due (nil: none).
+func (f *simFleet) scheduleTimer() (<-chan time.Time, func()) {
+	if f.next >= len(f.schedule) {
+		return nil, func() {}
+	}
+	t := time.NewTimer(time.Until(f.epoch.Add(f.schedule[f.next].At)))
+	return t.C, func() { t.Stop() }
+}
+
+// loadSchedule reads the schedule and the journal of a previous run of
+// the fleet, so that a restart injects nothing twice.
+func (f *simFleet) loadSchedule() error {
+	if f.epoch.IsZero() {
+		f.epoch = time.Now()
+	}
+	if f.opts.SimFleet.ScheduleFile == "" {
+		return nil
+	}
+	sched, err := LoadSchedule(f.opts.SimFleet.ScheduleFile)
+	if err != nil {
+		return fmt.Errorf("--sim-fleet-schedule: %w", err)
+	}
+	f.schedule = sched
+	done, err := ReadInjections(f.dir)
+	if err != nil {
+		f.log.Warn("sim fleet: the injection journal ends in a bad line; going on after the good ones", "err", err)
+	}
+	for _, in := range done {
+		f.next = max(f.next, in.Index+1)
+	}
+	return nil
+}
+
+// injectDue injects every scheduled fault whose time has come into the
+// node now in its slot, or journals why not.
+func (f *simFleet) injectDue(now time.Time) {
+	for f.next < len(f.schedule) && !f.epoch.Add(f.schedule[f.next].At).After(now) {
+		e := f.schedule[f.next]
+		f.injectScheduled(f.next, e)
+		f.next++
+	}
+}
+
+func (f *simFleet) injectScheduled(index int, e ScheduledFault) {
+	class, _ := faultClassNamed(e.Class)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var a *simAgent
+	for name, cand := range f.agents {
+		if SlotOf(name) == e.Slot {
+			a = cand
 		}
 	}
+	in := Injection{Index: index, Time: time.Now(), Slot: e.Slot, Class: e.Class, Kind: class.fault.Kind, GPU: e.GPU, Fatal: class.fatal}
+	switch {
+	case a == nil:
+		in.Skipped = "no machine up in the slot (rebooting, booting or gone)"
+	case class.fatal && a.faulted():
+		in.Node = a.name
+		in.Skipped = "the machine already has a fatal fault in this boot"
+	default:
+		f.injectLocked(a, class, e.GPU, in)
+		return
+	}
+	f.journal(in)
+	f.log.Info("sim fleet: scheduled fault skipped", "slot", e.Slot, "class", e.Class, "why", in.Skipped)
 }
 
 // faultTimer fires after an exponential wait, so faults arrive as a
@@ -176,17 +270,17 @@ func (f *simFleet) reconcile(ctx context.Context) error {
 	if err := req.Do(ctx).Into(&nodes); err != nil {
 		return err
 	}
-	up := make(map[string]bool, len(nodes.Items))
+	up := make(map[string]*corev1.Node, len(nodes.Items))
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if n.DeletionTimestamp == nil && n.Labels[bootingLabel] == "" {
-			up[n.Name] = true
+			up[n.Name] = n
 		}
 	}
 	f.mu.Lock()
 	var stop []*simAgent
 	for name, a := range f.agents {
-		if !up[name] {
+		if up[name] == nil {
 			stop = append(stop, a)
 			delete(f.agents, name)
 		}
@@ -203,7 +297,7 @@ func (f *simFleet) reconcile(ctx context.Context) error {
 	}
 	slices.Sort(start)
 	for _, name := range start {
-		if err := f.start(ctx, name); err != nil {
+		if err := f.start(ctx, up[name]); err != nil {
 			f.log.Error("sim fleet: starting agent", "node", name, "err", err)
 		}
 	}
@@ -216,13 +310,17 @@ func (f *simFleet) reconcile(ctx context.Context) error {
 // start runs a fresh agent for the node: new simulated GPUs (the
 // hardware after a repair is healthy) and a new kernel-log file, so the
 // old boot's Xid lines are not read again.
-func (f *simFleet) start(ctx context.Context, name string) error {
+//
+// A machine that is still in the boot it had when a previous fleet
+// process stopped keeps its faults: they are injected again.
+func (f *simFleet) start(ctx context.Context, n *corev1.Node) error {
+	name := n.Name
 	f.mu.Lock()
 	gen := f.generations[name]
 	f.generations[name] = gen + 1
 	f.mu.Unlock()
 
-	logPath := filepath.Join(f.dir, fmt.Sprintf("%s.%d.kmsg", name, gen))
+	logPath := filepath.Join(f.dir, fmt.Sprintf("%s.%x.%d.kmsg", name, f.nonce, gen))
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
@@ -235,7 +333,12 @@ func (f *simFleet) start(ctx context.Context, name string) error {
 		_ = logFile.Close()
 		return err
 	}
-	a := &simAgent{node: node, logPath: logPath, done: make(chan struct{})}
+	a := &simAgent{name: name, node: node, logPath: logPath, done: make(chan struct{}), hardware: f.loadFaults(name, bootOf(n))}
+	for _, fault := range a.hardware.Faults {
+		if err := node.Inject(fault); err != nil {
+			f.log.Error("sim fleet: restoring a fault of this boot", "node", name, "fault", fault.Kind, "err", err)
+		}
+	}
 	o := *f.opts
 	o.NodeName = name
 	o.ExpectedGPUs = f.opts.Sim.GPUs
@@ -285,7 +388,7 @@ func (f *simFleet) injectOne() {
 	defer f.mu.Unlock()
 	var healthy []string
 	for name, a := range f.agents {
-		if !a.faulted {
+		if !a.faulted() {
 			healthy = append(healthy, name)
 		}
 	}
@@ -294,17 +397,31 @@ func (f *simFleet) injectOne() {
 	}
 	slices.Sort(healthy)
 	name := healthy[f.rng.IntN(len(healthy))]
-	a := f.agents[name]
 	class := drawFault(f.rng)
+	gpu := f.rng.IntN(max(f.opts.Sim.GPUs, 1))
+	f.injectLocked(f.agents[name], class, gpu, Injection{Index: -1, Time: time.Now(), Slot: SlotOf(name), Class: class.name})
+}
+
+// injectLocked puts the fault on the agent's GPUs, keeps it on disk for a
+// restarted fleet, and journals it. f.mu is held.
+func (f *simFleet) injectLocked(a *simAgent, class faultClass, gpu int, in Injection) {
 	fault := class.fault
-	fault.GPU = f.rng.IntN(max(f.opts.Sim.GPUs, 1))
+	fault.GPU = gpu
+	in.Node, in.Kind, in.GPU, in.Fatal = a.name, fault.Kind, gpu, class.fatal
 	if err := a.node.Inject(fault); err != nil {
-		f.log.Error("sim fleet: injecting fault", "node", name, "class", class.name, "err", err)
+		in.Skipped = "the simulator refused it: " + err.Error()
+		f.journal(in)
+		f.log.Error("sim fleet: injecting fault", "node", a.name, "class", class.name, "err", err)
 		return
 	}
-	a.faulted = a.faulted || class.fatal
+	a.hardware.Faults = append(a.hardware.Faults, fault)
+	a.hardware.Faulted = a.hardware.Faulted || class.fatal
+	if err := f.saveFaults(a.name, a.hardware); err != nil {
+		f.log.Error("sim fleet: keeping the fault on disk", "node", a.name, "err", err)
+	}
+	f.journal(in)
 	f.injected.WithLabelValues(class.name).Inc()
-	f.log.Info("sim fleet: fault injected", "node", name, "gpu", fault.GPU, "class", class.name, "fault", fault.Kind, "fatal", class.fatal)
+	f.log.Info("sim fleet: fault injected", "node", a.name, "gpu", gpu, "class", class.name, "fault", fault.Kind, "fatal", class.fatal)
 }
 
 // serveNodeMetrics serves /nodes/NODE/metrics from that node's agent.

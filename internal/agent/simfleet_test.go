@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -36,10 +37,14 @@ func TestSimFleetFollowsNodes(t *testing.T) {
 	}
 	o := simFleetTestOptions(env.Kubeconfig)
 	f := newSimFleet(o, kube, t.TempDir(), slog.New(slog.DiscardHandler))
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); f.run(runCtx) }()
-	defer func() { stop(); <-done }()
+	runFleet := func(f *simFleet) (stop func()) {
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.run(runCtx) }()
+		return func() { cancel(); <-done }
+	}
+	stopFleet := runFleet(f)
+	defer func() { stopFleet() }()
 
 	for _, n := range names {
 		waitGPUCondition(ctx, t, env.Client, n, corev1.ConditionTrue)
@@ -53,17 +58,47 @@ func TestSimFleetFollowsNodes(t *testing.T) {
 	get(t, srv.URL+"/nodes/no-such-node/metrics", http.StatusNotFound)
 
 	sick := names[1]
-	if err := f.agentOf(sick).node.Inject(sim.Fault{Kind: sim.KindDBE, GPU: 3}); err != nil {
+	dbe, _ := faultClassNamed("hbm3-dbe")
+	f.mu.Lock()
+	f.injectLocked(f.agents[sick], dbe, 3, Injection{Index: -1, Slot: sick, Class: dbe.name})
+	f.mu.Unlock()
+	waitGPUCondition(ctx, t, env.Client, sick, corev1.ConditionFalse)
+
+	// The fleet process restarts (the agents with it): the machine is in
+	// the same boot, so its GPU is still broken.
+	stopFleet()
+	f = newSimFleet(o, kube, f.dir, slog.New(slog.DiscardHandler))
+	stopFleet = runFleet(f)
+	waitFor(ctx, t, "agent of the sick node back", func() bool { return f.agentOf(sick) != nil })
+	restored := f.agentOf(sick)
+	snap, err := restored.node.Snapshot(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitGPUCondition(ctx, t, env.Client, sick, corev1.ConditionFalse)
+	if ecc := snap.GPUs[3].ECC.VolatileUncorrected; !restored.faulted() || ecc == nil || *ecc == 0 {
+		t.Fatalf("after a fleet restart GPU 3 of %s lost its double-bit error (faulted %v, uncorrected %v)", sick, restored.faulted(), ecc)
+	}
+	journal, err := ReadInjections(f.dir)
+	if err != nil || len(journal) != 1 || journal[0].Node != sick || !journal[0].Fatal {
+		t.Fatalf("journal = %+v, %v; want the one DBE on %s", journal, err, sick)
+	}
 
 	// The simulated reboot: the agent goes down with the machine...
 	setLabel(ctx, t, env.Client, sick, bootingLabel, "true")
 	first := f.agentOf(sick)
 	waitFor(ctx, t, "agent of the rebooting node stopped", func() bool { return f.agentOf(sick) == nil })
-	// ...and the machine comes back healed, with a new agent.
-	setLabel(ctx, t, env.Client, sick, bootingLabel, "")
+	// ...and the machine comes back healed, with a new agent: a new boot,
+	// which the kwok provider marks with the reboot's token.
+	var n corev1.Node
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: sick}, &n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Annotations[rebootTokenAnnotation] = "incident-1"
+	delete(n.Labels, bootingLabel)
+	if err := env.Client.Patch(ctx, &n, patch); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(ctx, t, "agent of the booted node started", func() bool { a := f.agentOf(sick); return a != nil && a != first })
 	waitGPUCondition(ctx, t, env.Client, sick, corev1.ConditionTrue)
 
@@ -108,13 +143,13 @@ func TestSimFleetInjectsOneFatalFaultPerNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.agents[name] = &simAgent{node: n}
+		f.agents[name] = &simAgent{name: name, node: n}
 	}
 	for range 200 {
 		f.injectOne()
 	}
 	for name, a := range f.agents {
-		if !a.faulted {
+		if !a.faulted() {
 			t.Errorf("node %s never got a fatal fault in 200 draws", name)
 		}
 	}
@@ -209,4 +244,60 @@ func get(t *testing.T, url string, want int) string {
 		t.Fatalf("GET %s: %d, want %d: %s", url, resp.StatusCode, want, b)
 	}
 	return string(b)
+}
+
+// A schedule is drawn the same for a seed, stored and read back, and run
+// against slots: a replaced node's successor takes the fault, a slot with
+// no machine up is journaled as skipped, and a restarted fleet goes on
+// after the last journaled entry.
+func TestSimFleetSchedule(t *testing.T) {
+	slots := []string{"n-0", "n-1"}
+	a := DrawSchedule(5, slots, 8, 6, 10*time.Minute)
+	b := DrawSchedule(5, slots, 8, 6, 10*time.Minute)
+	if len(a) < 30 || len(a) != len(b) || a[7] != b[7] {
+		t.Fatalf("draws differ or are too few: %d vs %d", len(a), len(b))
+	}
+	if SlotOf("gpu-node-0007-r1a2b3c") != "gpu-node-0007" || SlotOf("gpu-node-0007") != "gpu-node-0007" {
+		t.Fatal("SlotOf does not strip the replacement suffix")
+	}
+	dir := t.TempDir()
+	path := dir + "/schedule.jsonl"
+	sched := []ScheduledFault{
+		{At: 0, Slot: "n-0", Class: "hbm3-dbe", GPU: 1},
+		{At: 0, Slot: "n-9", Class: "faulty-gpu", GPU: 2},
+		{At: time.Hour, Slot: "n-0", Class: "gsp-timeout", GPU: 0},
+	}
+	if err := WriteSchedule(path, sched); err != nil {
+		t.Fatal(err)
+	}
+	o := simFleetTestOptions("")
+	o.SimFleet.ScheduleFile = path
+	f := newSimFleet(o, nil, dir, slog.New(slog.DiscardHandler))
+	if err := f.loadSchedule(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := sim.New(sim.Options{NodeName: "n-0-r00beef", GPUs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.agents["n-0-r00beef"] = &simAgent{name: "n-0-r00beef", node: n}
+	f.injectDue(f.epoch)
+	got, err := ReadInjections(dir)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("journal = %+v, %v", got, err)
+	}
+	if got[0].Node != "n-0-r00beef" || got[0].Skipped != "" || !got[0].Fatal || got[1].Skipped == "" {
+		t.Errorf("journal = %+v; want the DBE on the replacement and n-9 skipped", got)
+	}
+	again := newSimFleet(o, nil, dir, slog.New(slog.DiscardHandler))
+	if err := again.loadSchedule(); err != nil || again.next != 2 {
+		t.Fatalf("restarted fleet resumes at %d (%v); want 2", again.next, err)
+	}
+
+	if err := os.WriteFile(path, []byte(`{"at":0,"slot":"n-0","class":"hbm3-dbe"}`+"\n"+`{"at":1,"slot":"n-0","class":"meteor"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSchedule(path); err == nil || !strings.Contains(err.Error(), "schedule.jsonl:2") {
+		t.Errorf("a bad class on line 2 gave %v", err)
+	}
 }
