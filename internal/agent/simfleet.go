@@ -118,14 +118,14 @@ type simFleet struct {
 
 // simAgent is one node's agent: its simulated GPUs and how to stop it.
 type simAgent struct {
-	name    string
-	node    *sim.Node
+	name string
+	node *sim.Node
 	// hardware is what this boot's GPUs carry, also on disk.
 	hardware nodeFaults
-	logPath string
-	cancel  context.CancelFunc
-	done    chan struct{}
-	metrics atomic.Pointer[http.Handler]
+	logPath  string
+	cancel   context.CancelFunc
+	done     chan struct{}
+	metrics  atomic.Pointer[http.Handler]
 }
 
 // faulted: a fatal fault was injected in this boot; the node gets no
