@@ -49,6 +49,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&providers, "providers", "aws,karpenter,clusterapi,none", "providers policies may use; kwok (a simulated cloud that deletes and creates Node objects) only for tests and the demo")
 	fs.DurationVar(&p.Kwok.BootDelay, "kwok-boot-delay", 90*time.Second, "kwok provider: how long a replacement node takes to boot")
 	fs.DurationVar(&p.Kwok.RebootDelay, "kwok-reboot-delay", 30*time.Second, "kwok provider: how long a reboot keeps a node NotReady")
+	fs.StringVar(&p.Kwok.ChaosFile, "kwok-chaos-file", "", "kwok provider: a file read before every call; \"fail\" or \"throttle\" make calls fail (soak tests)")
 	fs.StringVar(&p.AWSEC2Endpoint, "aws-ec2-endpoint", "", "aws provider: EC2 endpoint URL (default: the region's public endpoint)")
 	fs.StringVar(&p.AWSAutoScalingEndpoint, "aws-autoscaling-endpoint", "", "aws provider: Auto Scaling endpoint URL (default: the region's public endpoint)")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target percentage, as GOGC (which wins when set)")

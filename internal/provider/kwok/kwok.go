@@ -95,6 +95,9 @@ type Options struct {
 	PollInterval time.Duration
 	// Clock is the time source (default the real clock).
 	Clock clock.Clock
+	// ChaosFile, when set, is read before every call: "fail" or
+	// "throttle" make the call fail (soak and chaos tests).
+	ChaosFile string
 }
 
 func (o Options) withDefaults() Options {
@@ -133,6 +136,9 @@ func (p *Provider) Name() string { return provider.Kwok }
 // Status reports Gone (with the replacement's name) for a node that was
 // replaced, Rebooting while a boot is under way, and Running otherwise.
 func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.InstanceStatus, error) {
+	if err := p.chaos("status"); err != nil {
+		return provider.InstanceStatus{}, err
+	}
 	var cur corev1.Node
 	err := p.client.Get(ctx, client.ObjectKeyFromObject(node), &cur)
 	switch {

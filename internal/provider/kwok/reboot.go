@@ -16,6 +16,9 @@ import (
 // marks it NotReady; the Booter hands it back to kwok RebootDelay later. The
 // token stays on the node, so a repeat for the same incident does nothing.
 func (p *Provider) Reboot(ctx context.Context, node *corev1.Node, token string) (string, error) {
+	if err := p.chaos("reboot"); err != nil {
+		return "", err
+	}
 	id := requestReboot + token
 	var cur corev1.Node
 	if err := p.client.Get(ctx, client.ObjectKey{Name: node.Name}, &cur); err != nil {

@@ -21,6 +21,9 @@ import (
 // replacement's name derives from the token, so a repeat finds it instead of
 // creating a second one, and deleting an already deleted node is done.
 func (p *Provider) Replace(ctx context.Context, node *corev1.Node, token string) (string, error) {
+	if err := p.chaos("replace"); err != nil {
+		return "", err
+	}
 	id := requestReplace + token
 	name := ReplacementName(node.Name, token)
 	var old corev1.Node
