@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -224,4 +225,23 @@ func NodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// PauseAPIServer stops the kube-apiserver process (SIGSTOP) until
+// ResumeAPIServer: to every client it is an API server that accepts
+// connections and answers nothing, the way a partitioned or overloaded
+// control plane looks. etcd keeps running.
+func (e *Env) PauseAPIServer() error { return e.signalAPIServer(syscall.SIGSTOP) }
+
+// ResumeAPIServer lets a paused kube-apiserver run again (SIGCONT).
+func (e *Env) ResumeAPIServer() error { return e.signalAPIServer(syscall.SIGCONT) }
+
+func (e *Env) signalAPIServer(sig syscall.Signal) error {
+	want := filepath.Join(e.binDir, "kube-apiserver")
+	for _, c := range childrenRunning(e.binDir) {
+		if c.exe == want {
+			return syscall.Kill(c.pid, sig)
+		}
+	}
+	return fmt.Errorf("no kube-apiserver child of this process runs from %s", e.binDir)
 }

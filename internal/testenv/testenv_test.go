@@ -139,3 +139,27 @@ func TestWorkloadsRunOnFakeGPUNodes(t *testing.T) {
 		}
 	}
 }
+
+// A paused API server answers nothing until resumed; then it serves again.
+func TestPauseAPIServer(t *testing.T) {
+	env := ForTest(t, Options{})
+	if err := env.PauseAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	var nodes corev1.NodeList
+	if err := env.Client.List(ctx, &nodes); err == nil {
+		t.Fatal("a paused API server answered")
+	}
+	if err := env.ResumeAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	start := time.Now()
+	if err := env.Client.List(ctx2, &nodes); err != nil {
+		t.Fatalf("a resumed API server does not answer: %v", err)
+	}
+	t.Logf("answered %v after resuming", time.Since(start))
+}
