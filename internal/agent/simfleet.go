@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -151,7 +152,10 @@ func newSimFleet(o *Options, kube rest.Interface, dir string, log *slog.Logger) 
 			Name: "gpuheal_simfleet_agent_starts_total", Help: "Simulated agents started (node boots included).",
 		}),
 	}
-	f.registry.MustRegister(f.running, f.injected, f.starts)
+	// The process's own footprint, as every gpuheal process serves it (the
+	// soak test watches it for growth).
+	f.registry.MustRegister(f.running, f.injected, f.starts, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return f
 }
 

@@ -146,11 +146,11 @@ func runDemo(ctx context.Context, out io.Writer, o *demoOptions) (err error) {
 	}
 	log.Info("fleet and workloads running", "nodes", o.nodes, "after", time.Since(start).Round(time.Millisecond))
 
-	procs, err := startDemoProcesses(ctx, ownDir, workDir, env.Kubeconfig, o, pace)
+	running, err := startDemoProcesses(ownDir, workDir, env.Kubeconfig, o, pace)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, procs.stop(log)) }()
+	defer func() { err = errors.Join(err, running.stop()) }()
 
 	fmt.Fprintf(out, `
 gpuheal demo: %d GPU nodes, %.1f faults/min, repair after %s, reboot %s, boot %s
@@ -167,7 +167,7 @@ Ctrl-C stops everything.
 		workDir, env.Kubeconfig)
 
 	view := newDemoView(env.Client, out, time.Now())
-	return view.run(ctx, procs.exited)
+	return view.run(ctx, running.exited)
 }
 
 const (

@@ -89,6 +89,11 @@ func startWorkloadControllers(ctx context.Context, binDir, kubeconfig, workDir s
 		"--authorization-kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0"}
 	kcm, err := startChild(ctx, binDir, "kube-controller-manager", workDir, out, append(auth,
 		"--controllers=deployment,replicaset,disruption,garbagecollector,nodelifecycle,taint-eviction-controller",
+		// Without a kubelet nothing marks a pod Ready again once the node
+		// lifecycle controller has marked it NotReady, so a node must not
+		// be declared lost for an API server outage of a minute (the soak
+		// test's): kwok's lease renewals wait out the outage too.
+		"--node-monitor-grace-period=2m",
 		"--use-service-account-credentials=false")...)
 	if err != nil {
 		return nil, err

@@ -41,6 +41,10 @@ type Options struct {
 	Scheme *runtime.Scheme
 	// Output receives the processes' logs; nil discards them.
 	Output io.Writer
+	// APIAuditLog, when set, is where kube-apiserver writes an audit log
+	// (JSON lines) of every pod eviction and pod deletion: the evidence
+	// the soak test checks PodDisruptionBudgets against.
+	APIAuditLog string
 	// WorkDir holds the kubeconfig and kwok's files; empty means a
 	// temporary directory removed by Stop.
 	WorkDir string
@@ -107,6 +111,17 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if dir := crdDir(opts.CRDDir); dir != "" {
 		e.env.CRDDirectoryPaths = []string{dir}
 		e.env.ErrorIfCRDPathMissing = true
+	}
+	if opts.APIAuditLog != "" {
+		policy := filepath.Join(e.workDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(podRemovalAuditPolicy), 0o644); err != nil {
+			return nil, err
+		}
+		e.env.ControlPlane.GetAPIServer().Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", opts.APIAuditLog).
+			Set("audit-log-format", "json").
+			Set("audit-log-mode", "blocking")
 	}
 	if opts.Output != nil {
 		e.env.ControlPlane.GetAPIServer().Out = opts.Output
@@ -245,3 +260,18 @@ func (e *Env) signalAPIServer(sig syscall.Signal) error {
 	}
 	return fmt.Errorf("no kube-apiserver child of this process runs from %s", e.binDir)
 }
+
+// podRemovalAuditPolicy logs evictions and pod deletions, once each, when
+// the response is known; nothing else.
+const podRemovalAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Metadata
+  verbs: [create]
+  resources: [{group: "", resources: [pods/eviction]}]
+- level: Metadata
+  verbs: [delete, deletecollection]
+  resources: [{group: "", resources: [pods]}]
+- level: None
+`

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuheal/gpuheal/internal/soak"
+	"github.com/gpuheal/gpuheal/internal/testenv"
+)
+
+func newSoakCommand(out io.Writer) *cobra.Command {
+	o := soak.Options{Mode: soak.Live}
+	var compare, noChaos bool
+	cmd := &cobra.Command{
+		Use:   "soak [--nodes 200] [--duration 1h] [--speed 1] [--compare]",
+		Short: "Simulated fleet life under chaos; checks gpuheal's invariants",
+		Long: `Runs the real control plane with kwok nodes, training workloads with
+PodDisruptionBudgets, the sim fleet with faults drawn from the published
+failure mix, and two gpuheal-controller replicas with leader election, for
+--duration, while a chaos schedule kills controllers, restarts agents, makes
+the API server unresponsive, fails and throttles the provider, fills the audit
+disk and writes garbage into kernel logs. Then it checks and prints the
+invariants (docs/reliability.md) and exits 1 when one broke.
+
+--compare runs the same fault schedule twice without chaos, once repaired by a
+simulated operator 15 minutes after each alert and once by gpuheal, and prints
+the two side by side.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Chaos = !noChaos && !compare
+			o.Out, o.Log = out, logger()
+			if o.BinDir == "" {
+				dir, err := testenv.BinDir()
+				if err != nil {
+					return err
+				}
+				o.BinDir = dir
+			}
+			own, err := gpuhealBinDir(o.BinDir)
+			if err != nil {
+				return err
+			}
+			o.OwnBinDir = own
+			if !compare {
+				rep, err := soak.Run(cmd.Context(), o)
+				if err != nil {
+					return err
+				}
+				rep.Print(out)
+				if rep.Failed() {
+					return errors.New("soak: an invariant broke (see FAIL above)")
+				}
+				return nil
+			}
+			manual := o
+			manual.Mode = soak.Manual
+			if manual.WorkDir != "" {
+				manual.WorkDir += "/manual"
+				o.WorkDir += "/live"
+			}
+			mrep, err := soak.Run(cmd.Context(), manual)
+			if err != nil {
+				return err
+			}
+			mrep.Print(out)
+			lrep, err := soak.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			lrep.Print(out)
+			soak.PrintComparison(out, mrep, lrep)
+			if lrep.Failed() {
+				return errors.New("soak: an invariant broke (see FAIL above)")
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Nodes, "nodes", 200, "fake GPU nodes")
+	f.DurationVar(&o.Duration, "duration", time.Hour, "how long faults (and chaos) go on")
+	f.Float64Var(&o.Speed, "speed", 1, "time compression: fault rate up, boot, hold and operator times down")
+	f.Int64Var(&o.Seed, "seed", 1, "seed of the fault schedule and the chaos")
+	f.Float64Var(&o.FaultsPerMinute, "faults-per-minute", 0, "fleet-wide fault rate at speed 1 (default: one per 100 nodes)")
+	f.DurationVar(&o.Quiesce, "quiesce", 0, "longest wait after the faults for incidents to end (default 3m + 5m/speed)")
+	f.BoolVar(&noChaos, "no-chaos", false, "faults only, no chaos")
+	f.BoolVar(&compare, "compare", false, "run the schedule with a manual operator and with gpuheal, without chaos, and compare")
+	f.StringVar(&o.BinDir, "bin-dir", "", "control plane binaries (default: $GPUHEAL_BIN_DIR or <repo>/bin)")
+	f.StringVar(&o.WorkDir, "work-dir", "", "keep logs, audit logs and journals here (default: a temporary directory)")
+	return cmd
+}

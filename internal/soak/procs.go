@@ -1,0 +1,158 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/internal/procs"
+	"github.com/gpuheal/gpuheal/internal/testenv"
+)
+
+// run is one soak's live state: the environment and the processes.
+type run struct {
+	opts     Options
+	pace     pace
+	env      *testenv.Env
+	c        client.Client
+	workDir  string
+	log      *slog.Logger
+	schedule string
+	apiAudit string // the API server's audit log
+	epoch    time.Time
+
+	mu          sync.Mutex
+	fleet       *procs.Process
+	controllers [2]*procs.Process
+	// controllerAddr are the replicas' metrics addresses.
+	controllerAddr [2]string
+	fleetAddr      string
+	// lifetimes of every process started, for the growth check.
+	started []*procs.Process
+}
+
+func (r *run) simFleetDir() string { return filepath.Join(r.workDir, "simfleet") }
+func (r *run) chaosFile() string   { return filepath.Join(r.workDir, "provider-chaos") }
+func (r *run) auditDB() string     { return filepath.Join(r.workDir, "audit.db") }
+
+func (r *run) startProcesses(ctx context.Context) error {
+	var err error
+	if r.fleetAddr, err = freeAddr(); err != nil {
+		return err
+	}
+	if err := r.startFleet(); err != nil {
+		return err
+	}
+	if r.opts.Mode != Live {
+		return nil
+	}
+	for i := range r.controllers {
+		if r.controllerAddr[i], err = freeAddr(); err != nil {
+			return err
+		}
+		if err := r.startController(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) startFleet() error {
+	p, err := procs.Start("gpuheal-agent", filepath.Join(r.opts.OwnBinDir, "gpuheal-agent"), filepath.Join(r.workDir, "gpuheal-agent.log"),
+		"--sim-fleet", "--gpu-backend=sim", "--kubeconfig="+r.env.Kubeconfig, "--interval=2s", "--call-timeout=1s",
+		"--sim-fleet-dir="+r.simFleetDir(), "--sim-fleet-schedule="+r.schedule,
+		"--sim-fleet-epoch="+r.epoch.UTC().Format(time.RFC3339Nano), "--sim-fleet-seed="+strconv.FormatInt(r.opts.Seed, 10),
+		"--metrics-address="+r.fleetAddr, "--log-format=json")
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.fleet = p
+	r.started = append(r.started, p)
+	r.mu.Unlock()
+	return nil
+}
+
+// startController starts replica i; both share the audit file (SQLite
+// takes one writer at a time and the chain follows the file's head) and
+// the leader Lease.
+func (r *run) startController(i int) error {
+	p, err := procs.Start(fmt.Sprintf("gpuheal-controller-%d", i), filepath.Join(r.opts.OwnBinDir, "gpuheal-controller"),
+		filepath.Join(r.workDir, fmt.Sprintf("gpuheal-controller-%d.log", i)),
+		"--kubeconfig="+r.env.Kubeconfig, "--providers=kwok", "--leader-elect=true", "--leader-election-namespace=default",
+		"--kwok-boot-delay="+r.pace.bootDelay.String(), "--kwok-reboot-delay="+r.pace.rebootDelay.String(),
+		"--kwok-chaos-file="+r.chaosFile(), "--metrics-address="+r.controllerAddr[i], "--health-address=127.0.0.1:0",
+		"--audit-sqlite-path="+r.auditDB(), "--score-interval=30s", "--log-format=json")
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.controllers[i] = p
+	r.started = append(r.started, p)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *run) stopProcesses() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return procs.StopAll([]*procs.Process{r.fleet, r.controllers[0], r.controllers[1]}, 30*time.Second)
+}
+
+// healAll undoes whatever chaos left: the API server runs, the provider
+// answers, the audit disk has room, and every process is up.
+func (r *run) healAll(ctx context.Context) error {
+	errs := []error{r.env.ResumeAPIServer(), os.Remove(r.chaosFile())}
+	if errors.Is(errs[1], os.ErrNotExist) {
+		errs[1] = nil
+	}
+	r.mu.Lock()
+	controllers := r.controllers
+	fleet := r.fleet
+	r.mu.Unlock()
+	for i, p := range controllers {
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.Done():
+			errs = append(errs, r.startController(i))
+		default:
+			errs = append(errs, setFileSizeLimit(p.PID(), unix.RLIM_INFINITY))
+		}
+	}
+	if fleet != nil {
+		select {
+		case <-fleet.Done():
+			errs = append(errs, r.startFleet())
+		default:
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// setFileSizeLimit sets RLIMIT_FSIZE of a running process: a write beyond
+// the limit fails with EFBIG, as a full disk makes writes fail (Go ignores
+// the SIGXFSZ that comes with it).
+func setFileSizeLimit(pid int, limit uint64) error {
+	return unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: limit, Max: unix.RLIM_INFINITY}, nil)
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}

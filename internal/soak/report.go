@@ -1,0 +1,225 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/agent"
+	"github.com/gpuheal/gpuheal/internal/procs"
+)
+
+// NodeHourPrice is the on-demand price of an 8-GPU p4d.24xlarge, the
+// seed article's figure.
+const NodeHourPrice = 32.77
+
+// Report is what a soak run measured and whether the invariants held.
+type Report struct {
+	Mode     Mode
+	Nodes    int
+	Duration time.Duration
+	Speed    float64
+	Seed     int64
+
+	FaultsScheduled, FaultsInjected, FatalInjected, FaultsSkipped int
+	Remediations                                                  map[string]int // by final phase
+	Outcomes                                                      map[string]int // per fatal fault
+	Chaos                                                         map[string]int
+	APIOutage                                                     time.Duration
+	ChaosEvents                                                   []string
+	Settled                                                       bool
+	Invariants                                                    []Invariant
+
+	// Times are real time (scaled back by Speed).
+	TimeToRecover []time.Duration // per completed incident, detection to healthy
+	SlotOutages   []time.Duration // per fleet slot, out of service until back
+	GPUHoursLost  float64
+	PodsSeen      int
+	PodsHit       int // ran on a node whose GPU or kernel broke
+	MaxInFlight   int
+	Samples, Miss int
+}
+
+// Failed reports whether any invariant broke.
+func (r *Report) Failed() bool {
+	for _, inv := range r.Invariants {
+		if !inv.OK {
+			return true
+		}
+	}
+	return false
+}
+
+// MeanTimeToRecover over the slot outages (the same measure in both modes).
+func (r *Report) MeanTimeToRecover() time.Duration {
+	if len(r.SlotOutages) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range r.SlotOutages {
+		sum += d
+	}
+	return sum / time.Duration(len(r.SlotOutages))
+}
+
+// LostCost is the price of the GPU-hours lost.
+func (r *Report) LostCost() float64 { return r.GPUHoursLost / 8 * NodeHourPrice }
+
+// UninterruptedShare is the share of workload pods no broken GPU hit.
+func (r *Report) UninterruptedShare() float64 {
+	if r.PodsSeen == 0 {
+		return 1
+	}
+	return 1 - float64(r.PodsHit)/float64(r.PodsSeen)
+}
+
+func (r *run) report(ctx context.Context, s *sampler, chaos *chaosMonkey, settled bool, scheduled int) (*Report, error) {
+	// Stop the controllers first: their buffered audit records are
+	// written out on the way down.
+	r.mu.Lock()
+	ctrls := []*procs.Process{r.controllers[0], r.controllers[1]}
+	r.mu.Unlock()
+	if err := procs.StopAll(ctrls, 30*time.Second); err != nil {
+		r.log.Warn("soak: stopping controllers", "err", err)
+	}
+	rep := &Report{Mode: r.opts.Mode, Nodes: r.opts.Nodes, Duration: r.opts.Duration, Speed: r.opts.Speed, Seed: r.opts.Seed,
+		FaultsScheduled: scheduled, Settled: settled, Remediations: map[string]int{}}
+	injections, err := agent.ReadInjections(r.simFleetDir())
+	if err != nil {
+		return nil, fmt.Errorf("reading the injection journal: %w", err)
+	}
+	for _, in := range injections {
+		if in.Skipped != "" {
+			rep.FaultsSkipped++
+			continue
+		}
+		rep.FaultsInjected++
+		if in.Fatal {
+			rep.FatalInjected++
+		}
+	}
+	var nodes corev1.NodeList
+	var rems gpuhealv1.NodeRemediationList
+	if err := r.c.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	if err := r.c.List(ctx, &rems); err != nil {
+		return nil, err
+	}
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * r.opts.Speed) }
+	for _, rem := range rems.Items {
+		rep.Remediations[string(rem.Status.Phase)]++
+		if rem.Status.Phase == gpuhealv1.PhaseSucceeded && len(rem.Status.Phases) > 0 {
+			end := rem.Status.Phases[len(rem.Status.Phases)-1].Time.Time
+			rep.TimeToRecover = append(rep.TimeToRecover, scale(end.Sub(rem.Spec.Trigger.Since.Time)))
+		}
+	}
+	s.mu.Lock()
+	for _, d := range s.outages {
+		rep.SlotOutages = append(rep.SlotOutages, scale(d))
+	}
+	rep.GPUHoursLost = scale(s.lostNodeTime).Hours() * 8
+	rep.PodsSeen, rep.PodsHit = len(s.podsSeen), len(s.podsHit)
+	rep.MaxInFlight, rep.Samples, rep.Miss = s.maxActive, s.samples, s.miss
+	overflows, open, margin, pdbSeen, fps := s.overflows, s.breakerOpen, s.pdbMargin, s.pdbSeen, s.footprints
+	s.mu.Unlock()
+	if chaos != nil {
+		chaos.mu.Lock()
+		rep.Chaos, rep.APIOutage, rep.ChaosEvents = chaos.counts, chaos.outage, chaos.events
+		chaos.mu.Unlock()
+	}
+
+	if r.opts.Mode == Live {
+		inv, outcomes := faultsRemediatedOnce(injections, rems.Items)
+		rep.Outcomes = outcomes
+		rep.Invariants = append(rep.Invariants, inv, noStrayCordons(nodes.Items, rems.Items))
+		pdb, err := podsRemovedByGPUHeal(r.apiAudit, margin, pdbSeen)
+		if err != nil {
+			return nil, fmt.Errorf("reading the API server's audit log: %w", err)
+		}
+		rep.Invariants = append(rep.Invariants, pdb)
+		par := Invariant{Name: "never more remediations in flight than maxParallel", OK: len(overflows) == 0,
+			Detail: fmt.Sprintf("most in flight %d, maxParallel %d", s.maxActive, r.opts.maxParallel())}
+		if len(overflows) > 0 {
+			par.Detail += ": " + strings.Join(overflows[:min(5, len(overflows))], "; ")
+		}
+		rep.Invariants = append(rep.Invariants, par, noAdmissionWhileBreakerOpen(rems.Items, open, 2*s.every))
+		aud, err := auditComplete(ctx, r.auditDB(), rems.Items)
+		if err != nil {
+			return nil, fmt.Errorf("reading the audit log: %w", err)
+		}
+		rep.Invariants = append(rep.Invariants, aud)
+	}
+	rep.Invariants = append(rep.Invariants, noGrowth(fps))
+	return rep, nil
+}
+
+// Print writes the report for people.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "gpuheal soak: %s, %d nodes, %s at speed %g (%s of fleet life), seed %d\n",
+		r.Mode, r.Nodes, r.Duration, r.Speed, time.Duration(float64(r.Duration)*r.Speed).Round(time.Minute), r.Seed)
+	fmt.Fprintf(w, "faults: %d scheduled, %d injected (%d fatal), %d skipped (slot down or already broken)\n",
+		r.FaultsScheduled, r.FaultsInjected, r.FatalInjected, r.FaultsSkipped)
+	if len(r.Remediations) > 0 {
+		fmt.Fprintf(w, "remediations by outcome: %s; most in flight at once: %d\n", formatCounts(r.Remediations), r.MaxInFlight)
+	}
+	if len(r.Chaos) > 0 {
+		fmt.Fprintf(w, "chaos survived: %s; API server unresponsive %s in all\n", formatCounts(r.Chaos), r.APIOutage.Round(time.Second))
+	}
+	fmt.Fprintf(w, "cluster samples: %d (%d missed while the API server was away); settled after the faults: %v\n", r.Samples, r.Miss, r.Settled)
+	if len(r.TimeToRecover) > 0 {
+		fmt.Fprintf(w, "time to recover per incident (real time): %s\n", distribution(r.TimeToRecover))
+	}
+	fmt.Fprintf(w, "slot outages (real time): %s\n", distribution(r.SlotOutages))
+	fmt.Fprintf(w, "GPU-hours lost: %.1f ($%.0f at $%.2f per 8-GPU node-hour); workload pods hit by a broken GPU: %d of %d\n",
+		r.GPUHoursLost, r.LostCost(), NodeHourPrice, r.PodsHit, r.PodsSeen)
+	fmt.Fprintln(w, "invariants:")
+	for _, inv := range r.Invariants {
+		mark := "PASS"
+		if !inv.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "  %s  %s\n        %s\n", mark, inv.Name, inv.Detail)
+	}
+}
+
+// PrintComparison is the seed article's table: the same faults, repaired
+// by hand and by gpuheal.
+func PrintComparison(w io.Writer, manual, live *Report) {
+	fmt.Fprintf(w, "\nsame fault schedule (seed %d, %d nodes, %s of fleet life):\n", live.Seed, live.Nodes,
+		time.Duration(float64(live.Duration)*live.Speed).Round(time.Minute))
+	fmt.Fprintf(w, "  %-46s %18s %18s\n", "", "manual (15 min)", "gpuheal")
+	fmt.Fprintf(w, "  %-46s %18s %18s\n", "mean time to recover (slot back in service)", manual.MeanTimeToRecover().Round(time.Second), live.MeanTimeToRecover().Round(time.Second))
+	fmt.Fprintf(w, "  %-46s %18.1f %18.1f\n", "GPU-hours lost (unhealthy, cordoned or down)", manual.GPUHoursLost, live.GPUHoursLost)
+	fmt.Fprintf(w, "  %-46s %17.1f%% %17.1f%%\n", "workload pods no broken GPU hit", 100*manual.UninterruptedShare(), 100*live.UninterruptedShare())
+	fmt.Fprintf(w, "  %-46s %18s %18s\n", "cost of lost GPU-hours ($32.77/node-hour)", fmt.Sprintf("$%.0f", manual.LostCost()), fmt.Sprintf("$%.0f", live.LostCost()))
+}
+
+func distribution(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	q := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Second) }
+	return fmt.Sprintf("n=%d p50 %s p90 %s p99 %s max %s", len(s), q(0.5), q(0.9), q(0.99), s[len(s)-1].Round(time.Second))
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
