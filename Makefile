@@ -64,6 +64,11 @@ bench: deps ## benchmarks (numbers go to docs/benchmarks.md); BENCH_AGENT_SECOND
 bench-e2e: deps ## fleet benchmark: controller on the real API server + kwok, GPUHEAL_BENCH_NODES (default 5000) nodes
 	$(GO) test -run '^$$' -bench RemediationFleet -benchtime 1x -timeout 60m ./test/e2e/
 
+.PHONY: soak
+soak: deps build ## long soak under chaos: NODES=200 DURATION=1h SPEED=1 (docs/reliability.md); COMPARE=1 for manual vs gpuheal
+	$(BIN)/gpuheal soak --nodes $${NODES:-200} --duration $${DURATION:-1h} --speed $${SPEED:-1} \
+		--work-dir $${SOAK_DIR:-$(CURDIR)/.soak} $${COMPARE:+--compare}
+
 .PHONY: generate
 generate: ## regenerate deep copies and CRD manifests with controller-gen (pinned in hack/tools/codegen)
 	cd hack/tools/codegen && $(GO) build -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -44,13 +44,16 @@ func newChaos(r *run) *chaosMonkey {
 	return &chaosMonkey{r: r, rng: rand.New(rand.NewPCG(uint64(r.opts.Seed), 0xc4a05)), counts: map[string]int{}} //nolint:gosec // a reproducible simulation
 }
 
-// run acts every 20–60 s (real time: outages and restarts do not scale
-// with speed) until ctx ends.
+// run acts every ChaosEvery on average (real time: outages and restarts
+// do not scale with speed) until ctx ends.
 func (m *chaosMonkey) run(ctx context.Context) {
-	m.done.Add(1)
 	defer m.done.Done()
+	every := m.r.opts.ChaosEvery
+	if every <= 0 {
+		every = 40 * time.Second
+	}
 	for {
-		wait := 20*time.Second + time.Duration(m.rng.Int64N(int64(40*time.Second)))
+		wait := every/2 + time.Duration(m.rng.Int64N(int64(every)))
 		select {
 		case <-ctx.Done():
 			return
@@ -65,6 +68,13 @@ func (m *chaosMonkey) run(ctx context.Context) {
 		m.counts[action]++
 		m.mu.Unlock()
 	}
+}
+
+// start runs the monkey in the background until ctx ends; wait waits for
+// it to have undone its last action.
+func (m *chaosMonkey) start(ctx context.Context) {
+	m.done.Add(1)
+	go m.run(ctx)
 }
 
 func (m *chaosMonkey) wait() { m.done.Wait() }

@@ -101,6 +101,7 @@ func noStrayCordons(nodes []corev1.Node, rems []gpuhealv1.NodeRemediation) Invar
 			stray = append(stray, n.Name)
 		}
 	}
+	inv.Detail = fmt.Sprintf("%d nodes checked, none stray", len(nodes))
 	if len(stray) > 0 {
 		inv.OK = false
 		inv.Detail = "stray: " + strings.Join(stray, ", ")

@@ -39,6 +39,9 @@ type Options struct {
 	Chaos bool
 	// FaultsPerMinute over the fleet at speed 1; 0 means one per 100 nodes.
 	FaultsPerMinute float64
+	// ChaosEvery is the mean time between chaos actions (real time; an
+	// action waits between half and one and a half of it); 0 means 40s.
+	ChaosEvery time.Duration
 	// OperatorDelay is the manual operator's reaction time at speed 1.
 	OperatorDelay time.Duration
 	// Quiesce bounds the wait, after the last fault, for every incident

@@ -94,7 +94,7 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 	var chaos *chaosMonkey
 	if o.Chaos {
 		chaos = newChaos(r)
-		go chaos.run(faultsCtx)
+		chaos.start(faultsCtx)
 	}
 	if o.Mode == Manual {
 		op := newOperator(r)

@@ -25,8 +25,19 @@ type childProcess struct {
 	waitErr error
 }
 
-func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) (*childProcess, error) {
+// With leases, kwok keeps a Lease per node renewed, as kubelets do; the
+// node lifecycle controller (Options.Workloads) needs them, or it declares
+// every node lost a grace period after its last status heartbeat, which
+// kwok's stage writes only every 10–20 minutes. Without that controller
+// they are load for nothing (5,000 renewals every ~10 s in the fleet
+// benchmark).
+func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer, leases bool) (*childProcess, error) {
+	leaseSeconds := "0"
+	if leases {
+		leaseSeconds = "40"
+	}
 	return startChild(ctx, binDir, "kwok", workDir, out,
+		"--node-lease-duration-seconds="+leaseSeconds,
 		"--kubeconfig="+kubeconfig,
 		"--config="+filepath.Join(binDir, KwokStagesFile),
 		"--manage-all-nodes=false",

@@ -1,0 +1,53 @@
+package e2e
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuheal/gpuheal/internal/soak"
+)
+
+// TestSoakShort is the short soak of `make test`: a few minutes of fleet
+// life with faults and chaos on 30 nodes; every invariant must hold. The
+// long run is `make soak` (docs/reliability.md).
+func TestSoakShort(t *testing.T) {
+	binDir := requireControlPlane(t)
+	requireWorkloadControllers(t, binDir)
+	buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
+	ctrl := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
+	workDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	rep, err := soak.Run(ctx, soak.Options{
+		Nodes: 30, Duration: 2 * time.Minute, Speed: 6, Seed: 7, Mode: soak.Live, Chaos: true,
+		FaultsPerMinute: 1.5, ChaosEvery: 15 * time.Second,
+		BinDir: binDir, OwnBinDir: filepath.Dir(ctrl), WorkDir: workDir,
+		Out: &out, Log: slog.New(slog.NewTextHandler(&out, nil)),
+	})
+	if err != nil {
+		t.Fatalf("soak: %v\n%s", err, out.String())
+	}
+	var report strings.Builder
+	rep.Print(&report)
+	t.Log("\n" + report.String())
+	if rep.Failed() {
+		for _, f := range []string{"gpuheal-controller-0.log", "gpuheal-controller-1.log"} {
+			b, _ := os.ReadFile(filepath.Join(workDir, f))
+			t.Logf("%s (last 3000 bytes):\n%s", f, tail(b, 3000))
+		}
+		t.Fatal("an invariant broke")
+	}
+	chaos := 0
+	for _, n := range rep.Chaos {
+		chaos += n
+	}
+	if rep.FatalInjected == 0 || rep.Remediations["Succeeded"] == 0 || chaos < 3 {
+		t.Fatalf("the run proved little: %d fatal faults, %d remediations succeeded, %d chaos actions", rep.FatalInjected, rep.Remediations["Succeeded"], chaos)
+	}
+}
