@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -73,8 +74,8 @@ func WaitWorkloadRunning(ctx context.Context, c client.Client, namespace, name s
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("workload %s/%s: %d of %d pods running, PDB allows %d disruptions (err %v): %w",
-				namespace, name, running, replicas, allowed, err, ctx.Err())
+			return fmt.Errorf("workload %s/%s: %d of %d pods running, PDB allows %d disruptions (last read: %w): %w",
+				namespace, name, running, replicas, allowed, errOrNone(err), ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -96,3 +97,13 @@ func workloadState(ctx context.Context, c client.Client, namespace, name string)
 	}
 	return running, pdb.Status.DisruptionsAllowed, nil
 }
+
+// errOrNone keeps %w working when there was no error.
+func errOrNone(err error) error {
+	if err == nil {
+		return errNone
+	}
+	return err
+}
+
+var errNone = errors.New("ok")

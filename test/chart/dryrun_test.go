@@ -87,7 +87,7 @@ func promOperatorCRDs(t *testing.T) (string, error) {
 	out, err := cmd.Output()
 	var mod struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &mod); jerr != nil || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: %v %s", promOperatorModule, err, mod.Error)
+		return "", fmt.Errorf("go mod download %s: %w %s", promOperatorModule, err, mod.Error)
 	}
 	return filepath.Join(mod.Dir, "example", "prometheus-operator-crd"), nil
 }

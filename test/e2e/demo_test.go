@@ -145,4 +145,3 @@ func (l *lockedLines) String() string {
 }
 
 func tail(b []byte, n int) []byte { return b[max(len(b)-n, 0):] }
-
