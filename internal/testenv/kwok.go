@@ -25,19 +25,8 @@ type childProcess struct {
 	waitErr error
 }
 
-// With leases, kwok keeps a Lease per node renewed, as kubelets do; the
-// node lifecycle controller (Options.Workloads) needs them, or it declares
-// every node lost a grace period after its last status heartbeat, which
-// kwok's stage writes only every 10–20 minutes. Without that controller
-// they are load for nothing (5,000 renewals every ~10 s in the fleet
-// benchmark).
-func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer, leases bool) (*childProcess, error) {
-	leaseSeconds := "0"
-	if leases {
-		leaseSeconds = "40"
-	}
+func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) (*childProcess, error) {
 	return startChild(ctx, binDir, "kwok", workDir, out,
-		"--node-lease-duration-seconds="+leaseSeconds,
 		"--kubeconfig="+kubeconfig,
 		"--config="+filepath.Join(binDir, KwokStagesFile),
 		"--manage-all-nodes=false",
@@ -100,11 +89,13 @@ func startWorkloadControllers(ctx context.Context, binDir, kubeconfig, workDir s
 		"--authorization-kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0"}
 	kcm, err := startChild(ctx, binDir, "kube-controller-manager", workDir, out, append(auth,
 		"--controllers=deployment,replicaset,disruption,garbagecollector,nodelifecycle,taint-eviction-controller",
-		// Without a kubelet nothing marks a pod Ready again once the node
-		// lifecycle controller has marked it NotReady, so a node must not
-		// be declared lost for an API server outage of a minute (the soak
-		// test's): kwok's lease renewals wait out the outage too.
-		"--node-monitor-grace-period=2m",
+		// kwok renews no Leases (with them, v0.8.0 never initializes a node
+		// that the kwok provider creates unmanaged and hands over later)
+		// and writes a status heartbeat only every 10–20 minutes; the
+		// default grace of 40 s would declare every node lost, and without
+		// a kubelet nothing marks its pods Ready again. Explicit NotReady
+		// (a simulated reboot) still counts at once.
+		"--node-monitor-grace-period=30m",
 		"--use-service-account-credentials=false")...)
 	if err != nil {
 		return nil, err

@@ -142,7 +142,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		if out == nil {
 			out = io.Discard
 		}
-		if e.kwok, err = startKwok(ctx, binDir, e.Kubeconfig, e.workDir, out, opts.Workloads); err != nil {
+		if e.kwok, err = startKwok(ctx, binDir, e.Kubeconfig, e.workDir, out); err != nil {
 			return nil, err
 		}
 		_ = recordChildren(binDir)
