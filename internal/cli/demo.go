@@ -180,29 +180,8 @@ const (
 // it (one pod per node, 8 GPUs each, one pod at a time may be disrupted)
 // and the live policy.
 func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoPace) error {
-	names, err := testenv.CreateGPUNodes(ctx, c, demoNodePrefix, nodes)
-	if err != nil {
+	if err := testenv.TrainingFleet(ctx, c, demoNodePrefix, nodes, demoNamespace, "llm-pretrain", "llm-finetune"); err != nil {
 		return err
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	if err := testenv.WaitNodesReady(waitCtx, c, names); err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", demoNamespace, err)
-	}
-	// Three quarters of the fleet busy leaves room to move evicted pods.
-	perJob := int32(max(nodes*3/8, 1))
-	for _, job := range []string{"llm-pretrain", "llm-finetune"} {
-		if err := testenv.CreateGPUWorkload(ctx, c, demoNamespace, job, perJob, 8); err != nil {
-			return err
-		}
-	}
-	for _, job := range []string{"llm-pretrain", "llm-finetune"} {
-		if err := testenv.WaitWorkloadRunning(waitCtx, c, demoNamespace, job, int(perJob)); err != nil {
-			return err
-		}
 	}
 	return c.Create(ctx, demoRemediationPolicy(pace))
 }

@@ -207,17 +207,7 @@ func rowState(r fleetNode) string {
 // after scored), then name.
 func sortFleet(rows []fleetNode) {
 	slices.SortFunc(rows, func(a, b fleetNode) int {
-		if c := cmp.Compare(stateRank[a.State], stateRank[b.State]); c != 0 {
-			return c
-		}
-		switch {
-		case a.Score == nil && b.Score != nil:
-			return 1
-		case a.Score != nil && b.Score == nil:
-			return -1
-		case a.Score != nil && *a.Score != *b.Score:
-			return cmp.Compare(*a.Score, *b.Score)
-		}
-		return strings.Compare(a.Node, b.Node)
+		return cmp.Or(cmp.Compare(stateRank[a.State], stateRank[b.State]), compareScores(a.Score, b.Score),
+			strings.Compare(a.Node, b.Node))
 	})
 }

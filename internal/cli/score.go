@@ -179,16 +179,21 @@ func parseGPUScores(text string) []gpuScore {
 // sortScores puts the worst node first and unscored nodes last.
 func sortScores(rows []nodeScore) {
 	slices.SortFunc(rows, func(a, b nodeScore) int {
-		switch {
-		case a.Score == nil && b.Score != nil:
-			return 1
-		case a.Score != nil && b.Score == nil:
-			return -1
-		case a.Score != nil && *a.Score != *b.Score:
-			return cmp.Compare(*a.Score, *b.Score)
-		}
-		return strings.Compare(a.Node, b.Node)
+		return cmp.Or(compareScores(a.Score, b.Score), strings.Compare(a.Node, b.Node))
 	})
+}
+
+// compareScores orders the lower score first and a missing one last.
+func compareScores(a, b *float64) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	return cmp.Compare(*a, *b)
 }
 
 func writeScoreTable(out io.Writer, rows []nodeScore) error {

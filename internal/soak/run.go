@@ -3,7 +3,6 @@ package soak
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -123,28 +122,8 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 // of the fleet (one 8-GPU pod per node, one pod of each at a time may be
 // disrupted), and in live mode the policy.
 func setupFleet(ctx context.Context, c client.Client, o Options) error {
-	names, err := testenv.CreateGPUNodes(ctx, c, nodePrefix, o.Nodes)
-	if err != nil {
+	if err := testenv.TrainingFleet(ctx, c, nodePrefix, o.Nodes, namespace, jobs...); err != nil {
 		return err
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	if err := testenv.WaitNodesReady(waitCtx, c, names); err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", namespace, err)
-	}
-	perJob := int32(max(o.Nodes*3/8, 1))
-	for _, job := range jobs {
-		if err := testenv.CreateGPUWorkload(ctx, c, namespace, job, perJob, 8); err != nil {
-			return err
-		}
-	}
-	for _, job := range jobs {
-		if err := testenv.WaitWorkloadRunning(waitCtx, c, namespace, job, int(perJob)); err != nil {
-			return err
-		}
 	}
 	if o.Mode != Live {
 		return nil

@@ -107,3 +107,35 @@ func errOrNone(err error) error {
 }
 
 var errNone = errors.New("ok")
+
+// TrainingFleet is the demo's and the soak test's cluster: n GPU nodes
+// named prefix-0000…, Ready, and one Deployment per job in namespace, each
+// of one 8-GPU pod per node on three eighths of the fleet (the jobs fill
+// three quarters of it, which leaves room to move evicted pods), running,
+// with a PodDisruptionBudget of maxUnavailable 1.
+func TrainingFleet(ctx context.Context, c client.Client, prefix string, n int, namespace string, jobs ...string) error {
+	names, err := CreateGPUNodes(ctx, c, prefix, n)
+	if err != nil {
+		return err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := WaitNodesReady(waitCtx, c, names); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", namespace, err)
+	}
+	perJob := int32(max(n*3/8, 1))
+	for _, job := range jobs {
+		if err := CreateGPUWorkload(ctx, c, namespace, job, perJob, 8); err != nil {
+			return err
+		}
+	}
+	for _, job := range jobs {
+		if err := WaitWorkloadRunning(waitCtx, c, namespace, job, int(perJob)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
