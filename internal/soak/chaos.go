@@ -103,6 +103,12 @@ func (m *chaosMonkey) act(ctx context.Context, action string) error {
 		r.mu.Lock()
 		p := r.controllers[i]
 		r.mu.Unlock()
+		select {
+		case <-p.Done():
+			return fmt.Errorf("controller replica %d is down already (its restart is due)", i)
+		default:
+		}
+		r.expect(p)
 		p.Kill()
 		down := 2*time.Second + time.Duration(m.rng.Int64N(int64(8*time.Second)))
 		m.note("killed controller replica %d (pid %d); restarting it in %s", i, p.PID(), down.Round(time.Second))
@@ -112,6 +118,7 @@ func (m *chaosMonkey) act(ctx context.Context, action string) error {
 		r.mu.Lock()
 		p := r.fleet
 		r.mu.Unlock()
+		r.expect(p)
 		if err := p.Stop(20 * time.Second); err != nil {
 			return err
 		}
@@ -149,15 +156,15 @@ func (m *chaosMonkey) act(ctx context.Context, action string) error {
 		for _, p := range ps {
 			// Writes past 1 byte fail: every file the process appends to,
 			// the SQLite file and its write-ahead log included, is full.
-			if err := setFileSizeLimit(p.PID(), 1); err != nil {
-				return err
-			}
+			// A replica that is down (restarting) is skipped.
+			_ = setFileSizeLimit(p.PID(), 1)
 		}
 		hold(ctx, d)
+		r.mu.Lock()
+		ps = r.controllers // a replica restarted meanwhile starts unlimited
+		r.mu.Unlock()
 		for _, p := range ps {
-			if err := setFileSizeLimit(p.PID(), ^uint64(0)); err != nil {
-				return err
-			}
+			_ = setFileSizeLimit(p.PID(), ^uint64(0))
 		}
 		return nil
 	case chaosGarbageKmsg:

@@ -39,6 +39,51 @@ type run struct {
 	fleetAddr      string
 	// lifetimes of every process started, for the growth check.
 	started []*procs.Process
+	// expected marks processes stopped or killed on purpose; any other
+	// exit is restarted, as the kubelet restarts a crashed container
+	// (the controller exits by design when it loses its leader Lease).
+	expected map[*procs.Process]bool
+	stopping bool
+	// crashRestarts counts those restarts, by process name.
+	crashRestarts map[string]int
+}
+
+// supervise restarts p with start when it exits on its own, after the
+// kubelet's first back-off of 10 s.
+func (r *run) supervise(p *procs.Process, start func() error) {
+	go func() {
+		<-p.Done()
+		r.mu.Lock()
+		if r.expected[p] || r.stopping {
+			r.mu.Unlock()
+			return
+		}
+		if r.crashRestarts == nil {
+			r.crashRestarts = map[string]int{}
+		}
+		r.crashRestarts[p.Name]++
+		r.mu.Unlock()
+		r.log.Info("soak: a process exited on its own; restarting it in 10s", "exit", p.Exited())
+		time.Sleep(10 * time.Second)
+		r.mu.Lock()
+		stopping := r.stopping
+		r.mu.Unlock()
+		if !stopping {
+			if err := start(); err != nil {
+				r.log.Error("soak: restarting", "process", p.Name, "err", err)
+			}
+		}
+	}()
+}
+
+// expect marks p's coming exit as intended.
+func (r *run) expect(p *procs.Process) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.expected == nil {
+		r.expected = map[*procs.Process]bool{}
+	}
+	r.expected[p] = true
 }
 
 func (r *run) simFleetDir() string { return filepath.Join(r.workDir, "simfleet") }
@@ -80,6 +125,7 @@ func (r *run) startFleet() error {
 	r.fleet = p
 	r.started = append(r.started, p)
 	r.mu.Unlock()
+	r.supervise(p, r.startFleet)
 	return nil
 }
 
@@ -100,17 +146,20 @@ func (r *run) startController(i int) error {
 	r.controllers[i] = p
 	r.started = append(r.started, p)
 	r.mu.Unlock()
+	r.supervise(p, func() error { return r.startController(i) })
 	return nil
 }
 
 func (r *run) stopProcesses() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.stopping = true
 	return procs.StopAll([]*procs.Process{r.fleet, r.controllers[0], r.controllers[1]}, 30*time.Second)
 }
 
 // healAll undoes whatever chaos left: the API server runs, the provider
-// answers, the audit disk has room, and every process is up.
+// answers and the audit disk has room. Processes that are down come back
+// through their supervisors.
 func (r *run) healAll(ctx context.Context) error {
 	errs := []error{r.env.ResumeAPIServer(), os.Remove(r.chaosFile())}
 	if errors.Is(errs[1], os.ErrNotExist) {
@@ -118,24 +167,10 @@ func (r *run) healAll(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	controllers := r.controllers
-	fleet := r.fleet
 	r.mu.Unlock()
-	for i, p := range controllers {
-		if p == nil {
-			continue
-		}
-		select {
-		case <-p.Done():
-			errs = append(errs, r.startController(i))
-		default:
-			errs = append(errs, setFileSizeLimit(p.PID(), unix.RLIM_INFINITY))
-		}
-	}
-	if fleet != nil {
-		select {
-		case <-fleet.Done():
-			errs = append(errs, r.startFleet())
-		default:
+	for _, p := range controllers {
+		if p != nil {
+			_ = setFileSizeLimit(p.PID(), unix.RLIM_INFINITY) // a down replica restarts unlimited
 		}
 	}
 	return errors.Join(errs...)

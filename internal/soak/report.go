@@ -31,6 +31,7 @@ type Report struct {
 	Remediations                                                  map[string]int // by final phase
 	Outcomes                                                      map[string]int // per fatal fault
 	Chaos                                                         map[string]int
+	CrashRestarts                                                 map[string]int // exits on their own, restarted
 	APIOutage                                                     time.Duration
 	ChaosEvents                                                   []string
 	Settled                                                       bool
@@ -84,12 +85,14 @@ func (r *run) report(ctx context.Context, s *sampler, chaos *chaosMonkey, settle
 	// written out on the way down.
 	r.mu.Lock()
 	ctrls := []*procs.Process{r.controllers[0], r.controllers[1]}
+	r.stopping = true
+	crashes := r.crashRestarts
 	r.mu.Unlock()
 	if err := procs.StopAll(ctrls, 30*time.Second); err != nil {
 		r.log.Warn("soak: stopping controllers", "err", err)
 	}
 	rep := &Report{Mode: r.opts.Mode, Nodes: r.opts.Nodes, Duration: r.opts.Duration, Speed: r.opts.Speed, Seed: r.opts.Seed,
-		FaultsScheduled: scheduled, Settled: settled, Remediations: map[string]int{}}
+		FaultsScheduled: scheduled, Settled: settled, Remediations: map[string]int{}, CrashRestarts: crashes}
 	injections, err := agent.ReadInjections(r.simFleetDir())
 	if err != nil {
 		return nil, fmt.Errorf("reading the injection journal: %w", err)
@@ -171,6 +174,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if len(r.Chaos) > 0 {
 		fmt.Fprintf(w, "chaos survived: %s; API server unresponsive %s in all\n", formatCounts(r.Chaos), r.APIOutage.Round(time.Second))
+	}
+	if len(r.CrashRestarts) > 0 {
+		fmt.Fprintf(w, "processes that exited on their own and were restarted (a controller that loses its leader Lease exits): %s\n", formatCounts(r.CrashRestarts))
 	}
 	fmt.Fprintf(w, "cluster samples: %d (%d missed while the API server was away); settled after the faults: %v\n", r.Samples, r.Miss, r.Settled)
 	if len(r.TimeToRecover) > 0 {
