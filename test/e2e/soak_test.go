@@ -26,7 +26,7 @@ func TestSoakShort(t *testing.T) {
 	var out strings.Builder
 	rep, err := soak.Run(ctx, soak.Options{
 		Nodes: 30, Duration: 2 * time.Minute, Speed: 6, Seed: 7, Mode: soak.Live, Chaos: true,
-		FaultsPerMinute: 0.5, ChaosEvery: 15 * time.Second,
+		FaultsPerMinute: 0.5, ChaosEvery: 15 * time.Second, Quiesce: 6 * time.Minute,
 		BinDir: binDir, OwnBinDir: filepath.Dir(ctrl), WorkDir: workDir,
 		Out: &out, Log: slog.New(slog.NewTextHandler(&out, nil)),
 	})
