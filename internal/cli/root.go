@@ -39,7 +39,8 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	root.PersistentFlags().StringVar(&g.log.Level, "log-level", "info", "log level: debug, info, warn or error")
 	root.SetIn(in)
 	root.AddCommand(newDevCommand(out), newDiagnoseCommand(in, out), newIncidentsCommand(out), newScoreCommand(out), newAuditCommand(out),
-		newStatusCommand(out), newDescribeCommand(out), newDemoCommand(out), newSoakCommand(out))
+		newStatusCommand(out), newDescribeCommand(out), newDemoCommand(out), newSoakCommand(out),
+		newModelCommand(out), newSimCommand(out))
 	return root
 }
 
