@@ -91,6 +91,7 @@ func sampleRows(ctx context.Context, sets []*trace.Set, o *Options) (*rows, erro
 			out.valid.Append(&per[i].valid)
 			out.positives += per[i].positives
 			out.samples += per[i].samples
+			per[i] = gpuRows{} // merged: let it go before the next set
 		}
 	}
 	return out, nil
