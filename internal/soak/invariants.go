@@ -254,7 +254,7 @@ func auditComplete(ctx context.Context, path string, rems []gpuhealv1.NodeRemedi
 // incident or per reconnect does not stay inside them over an hour.
 func withinGrowthBound(f *footprint) bool {
 	return float64(f.lastRSS) <= 1.25*float64(f.firstRSS)+16<<20 &&
-		float64(f.lastRoutes) <= 1.2*float64(f.firstRoutines)+25
+		float64(f.lastRoutines) <= 1.2*float64(f.firstRoutines)+25
 }
 
 func noGrowth(fps map[int]*footprint) Invariant {
@@ -273,7 +273,7 @@ func noGrowth(fps map[int]*footprint) Invariant {
 		ok := withinGrowthBound(f)
 		inv.OK = inv.OK && ok
 		parts = append(parts, fmt.Sprintf("%s pid %d: RSS %.1f→%.1f MiB, goroutines %d→%d over %d samples%s",
-			f.name, pid, float64(f.firstRSS)/(1<<20), float64(f.lastRSS)/(1<<20), f.firstRoutines, f.lastRoutes, f.measured,
+			f.name, pid, float64(f.firstRSS)/(1<<20), float64(f.lastRSS)/(1<<20), f.firstRoutines, f.lastRoutines, f.measured,
 			map[bool]string{true: "", false: " OVER"}[ok]))
 	}
 	if len(parts) == 0 {

@@ -53,11 +53,10 @@ type interval struct{ from, to time.Time }
 // footprint is one process's resident memory and goroutines, first and
 // last measured after its warm-up.
 type footprint struct {
-	name                      string
-	started                   time.Time
-	firstRSS, lastRSS         int64
-	firstRoutines, lastRoutes int
-	measured                  int
+	name                        string
+	firstRSS, lastRSS           int64
+	firstRoutines, lastRoutines int
+	measured                    int
 	// leader: a standby that becomes leader starts its controllers; its
 	// baseline starts again then.
 	leader bool
@@ -227,10 +226,10 @@ func (s *sampler) measureProcesses(ctx context.Context) {
 		s.mu.Lock()
 		f := s.footprints[l.p.PID()]
 		if f == nil || f.leader != leader {
-			f = &footprint{name: l.p.Name, started: l.p.Started(), firstRSS: rss, firstRoutines: routines, leader: leader}
+			f = &footprint{name: l.p.Name, firstRSS: rss, firstRoutines: routines, leader: leader}
 			s.footprints[l.p.PID()] = f
 		}
-		f.lastRSS, f.lastRoutes = rss, routines
+		f.lastRSS, f.lastRoutines = rss, routines
 		f.measured++
 		s.mu.Unlock()
 	}
