@@ -36,6 +36,19 @@ type conditionPublisher struct {
 	// node shows (-1 before the first successful patch).
 	healthy, labelled int
 	wake              chan struct{}
+
+	// carried holds, per condition type, the status and lastTransitionTime
+	// the Node showed when this agent started, read once before the first
+	// patch (seen says it was). While the status stays the same the old
+	// time is kept: a restarted agent must not make an old problem look
+	// new, or a repair controller would count it as a second incident.
+	carried map[string]carriedCondition
+	seen    bool
+}
+
+type carriedCondition struct {
+	status string
+	since  time.Time
 }
 
 // HealthyGPUsLabel tells schedulers how many of the node's GPUs are
@@ -103,7 +116,10 @@ func (p *conditionPublisher) sync(ctx context.Context) error {
 	healthy, labelled, warnings, warned := p.healthy, p.labelled, p.warnings, p.warned
 	p.mu.Unlock()
 	if len(changed) > 0 {
-		if err := patchConditions(ctx, p.client, p.node, changed, p.now()); err != nil {
+		if err := p.readCarried(ctx); err != nil {
+			return err
+		}
+		if err := patchConditions(ctx, p.client, p.node, p.withCarriedSince(changed), p.now()); err != nil {
 			return err
 		}
 		p.mu.Lock()
@@ -126,6 +142,45 @@ func (p *conditionPublisher) sync(ctx context.Context) error {
 		p.mu.Unlock()
 	}
 	return nil
+}
+
+// readCarried reads, once, the Node's current conditions of our types.
+func (p *conditionPublisher) readCarried(ctx context.Context) error {
+	if p.seen {
+		return nil
+	}
+	var n corev1.Node
+	if err := p.client.Get().Resource("nodes").Name(p.node).Do(ctx).Into(&n); err != nil {
+		return fmt.Errorf("reading node %s: %w", p.node, err)
+	}
+	p.carried = map[string]carriedCondition{}
+	for _, c := range n.Status.Conditions {
+		for _, d := range p.desired {
+			if string(c.Type) == d.Type {
+				p.carried[d.Type] = carriedCondition{status: string(c.Status), since: c.LastTransitionTime.Time}
+			}
+		}
+	}
+	p.seen = true
+	return nil
+}
+
+// withCarriedSince returns conds with the carried lastTransitionTime where
+// the status has not changed since the agent started; a condition whose
+// status did change forgets what it carried.
+func (p *conditionPublisher) withCarriedSince(conds []analyzer.ConditionStatus) []analyzer.ConditionStatus {
+	out := make([]analyzer.ConditionStatus, len(conds))
+	for i, c := range conds {
+		if old, ok := p.carried[c.Type]; ok {
+			if old.status == c.Status && !old.since.IsZero() {
+				c.LastTransitionTime = old.since
+			} else {
+				delete(p.carried, c.Type)
+			}
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // patchConditions writes only our condition types with a strategic merge

@@ -20,8 +20,26 @@ import (
 
 // maxProviderErrors is how many failed calls for one attempt end the
 // incident as Failed (each call already retries throttling inside the
-// provider).
-const maxProviderErrors = 5
+// provider). With the backoff below and the default 2 s poll, the calls
+// span about 15 minutes: a cloud API outage or a throttled account of a
+// few minutes delays the repair instead of failing it, which would leave
+// the node cordoned for an operator.
+const maxProviderErrors = 8
+
+// maxProviderBackoff bounds the wait between failed provider calls.
+const maxProviderBackoff = 5 * time.Minute
+
+// providerBackoff is the wait after the n-th failed call of an attempt:
+// 5 polls, doubling, at most maxProviderBackoff. It is measured from the
+// recorded time of the failure, not slept, because recording the failure
+// wakes the reconciler at once.
+func providerBackoff(poll time.Duration, n int) time.Duration {
+	d := 5 * poll
+	for i := 1; i < n && d < maxProviderBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxProviderBackoff)
+}
 
 // drained starts the action: the phase (and attempt number) is recorded
 // before the provider is called, so a crash in between leads to the same
@@ -61,6 +79,7 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 	}
 	token := in.nr.Name + "-" + strconv.Itoa(int(st.Attempts))
 	errorsThisAttempt := 0
+	var lastError time.Time
 	for _, req := range st.ProviderRequests {
 		if req.Action != action || req.Attempt != st.Attempts {
 			continue
@@ -70,6 +89,7 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 				fmt.Sprintf("%s requested (%s); waiting for the node to be Ready and healthy", action, req.RequestID))
 		}
 		errorsThisAttempt++
+		lastError = req.Time.Time
 	}
 	if in.node == nil {
 		if action == v1alpha1.ActionReplace {
@@ -83,6 +103,11 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 					" took effect before its answer was recorded, or someone else removed the node")
 		}
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "NodeDeleted", "the node no longer exists")
+	}
+	if errorsThisAttempt > 0 {
+		if wait := providerBackoff(r.poll, errorsThisAttempt) - r.clock.Since(lastError); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 	}
 	prov, err := r.providers.For(in.policy.Spec.Provider, in.node)
 	if err != nil {
@@ -137,7 +162,7 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 			return ctrl.Result{}, uerr
 		}
 		r.recorder.Eventf(in.nr, in.node, corev1.EventTypeWarning, "ProviderError", string(action), "%v", err)
-		return ctrl.Result{RequeueAfter: r.poll * 5}, nil
+		return ctrl.Result{RequeueAfter: providerBackoff(r.poll, errorsThisAttempt+1)}, nil
 	}
 	return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, "Verifying",
 		fmt.Sprintf("%s requested from %s (%s); waiting for the node to be Ready and healthy", action, prov.Name(), req.RequestID))

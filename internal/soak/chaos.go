@@ -134,7 +134,13 @@ func (m *chaosMonkey) act(ctx context.Context, action string) error {
 		m.mu.Lock()
 		m.outage += d
 		m.mu.Unlock()
-		return r.env.ResumeAPIServer()
+		if err := r.env.ResumeAPIServer(); err != nil {
+			return err
+		}
+		// Real kubelets retry their heartbeats and pod status after an
+		// outage; kwok drops what timed out (testenv.RestartKwok says
+		// why), and a restart gives it the kubelets' behaviour back.
+		return r.env.RestartKwok(context.WithoutCancel(ctx))
 	case chaosProviderFail, chaosProviderThrot:
 		mode := kwok.ChaosFail
 		if action == chaosProviderThrot {

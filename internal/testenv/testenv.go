@@ -251,6 +251,30 @@ func (e *Env) PauseAPIServer() error { return e.signalAPIServer(syscall.SIGSTOP)
 // ResumeAPIServer lets a paused kube-apiserver run again (SIGCONT).
 func (e *Env) ResumeAPIServer() error { return e.signalAPIServer(syscall.SIGCONT) }
 
+// RestartKwok stops kwok and starts it again on the same cluster; it
+// re-lists every node and pod and plays their stages afresh. After an API
+// server outage this is what a fleet of real kubelets amounts to: kwok
+// v0.8.0 retries a failed stage only on connection refused or an API
+// status error (pkg/kwok/controllers/utils.go, shouldRetry), so a request
+// that timed out against a paused server drops that node's heartbeats, or
+// a pod's Ready, for good, where a kubelet would keep trying.
+func (e *Env) RestartKwok(ctx context.Context) error {
+	if e.kwok == nil {
+		return errors.New("this environment runs no kwok")
+	}
+	out := e.kwok.cmd.Stdout
+	if err := e.kwok.stop(); err != nil {
+		return err
+	}
+	p, err := startKwok(ctx, e.binDir, e.Kubeconfig, e.workDir, out)
+	if err != nil {
+		return err
+	}
+	e.kwok = p
+	_ = recordChildren(e.binDir)
+	return nil
+}
+
 func (e *Env) signalAPIServer(sig syscall.Signal) error {
 	want := filepath.Join(e.binDir, "kube-apiserver")
 	for _, c := range childrenRunning(e.binDir) {

@@ -163,3 +163,28 @@ func TestPauseAPIServer(t *testing.T) {
 	}
 	t.Logf("answered %v after resuming", time.Since(start))
 }
+
+// TestRestartKwok: after a restart kwok still serves the nodes it had and
+// initializes new ones.
+func TestRestartKwok(t *testing.T) {
+	env := ForTest(t, Options{Kwok: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first, err := CreateGPUNodes(ctx, env.Client, "before-restart", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitNodesReady(ctx, env.Client, first); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.RestartKwok(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := CreateGPUNodes(ctx, env.Client, "after-restart", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitNodesReady(ctx, env.Client, append(first, second...)); err != nil {
+		t.Fatalf("kwok after its restart: %v", err)
+	}
+}

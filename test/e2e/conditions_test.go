@@ -13,6 +13,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
@@ -131,6 +133,9 @@ func waitCondition(ctx context.Context, t *testing.T, c client.Client, node stri
 // latched until a reboot). The agent restarts on the same boot; the
 // kernel-log position makes it skip the old line, and the journal of fatal
 // findings must keep the node unhealthy rather than let it turn True.
+// Then the agent restarts once more with its state lost and the problem
+// seen anew (as a simulated node re-injects its fault): the condition's
+// lastTransitionTime must still be the first one.
 func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	env := testenv.ForTest(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -148,12 +153,13 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	}
 
 	stop, _ := start()
-	if c := waitCondition(ctx, t, env.Client, node, corev1.ConditionFalse); c.Reason != "NvidiaXID79Error" {
-		t.Fatalf("reason %q", c.Reason)
+	before := waitCondition(ctx, t, env.Client, node, corev1.ConditionFalse)
+	if before.Reason != "NvidiaXID79Error" {
+		t.Fatalf("reason %q", before.Reason)
 	}
 	stop()
 
-	_, url := start()
+	stop, url := start()
 	waitHTTP(t, url, 30*time.Second)
 	// The restarted agent's own verdict, once it has evaluated: 0 = False.
 	series := `gpuheal_condition_status{type="AcceleratedHardwareReady"}`
@@ -161,14 +167,47 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	if v := metricValue(t, url, series); v != 0 {
 		t.Fatalf("restarted agent says AcceleratedHardwareReady=%v (1 = True): the latched Xid 79 was forgotten", v)
 	}
-	var n corev1.Node
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+	stop()
+
+	// Mark the condition's heartbeat so the next agent's first write can
+	// be told from the old one, and start it without its state, on a log
+	// that shows the same fault at a later time.
+	old := metav1.NewTime(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
+	mark := fmt.Sprintf(`{"status":{"conditions":[{"type":"AcceleratedHardwareReady","lastHeartbeatTime":%q}]}}`, old.UTC().Format(time.RFC3339))
+	if err := env.Client.Status().Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}},
+		client.RawPatch(types.StrategicMergePatchType, []byte(mark))); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == "AcceleratedHardwareReady" && c.Status != corev1.ConditionFalse {
-			t.Fatalf("node condition %s after restart", c.Status)
+	// Times on a Node have whole seconds: let the clock pass the first
+	// transition's second, or a wrongly new one could not be told apart.
+	pollUntil(ctx, t, "the clock to pass the first transition's second", func() bool {
+		return time.Now().After(before.LastTransitionTime.Add(time.Second))
+	})
+	reinjected := filepath.Join(dir, "kmsg-again")
+	appendLines(t, reinjected, "4,9,90000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
+	startClusterAgent(t, node, env.Kubeconfig, reinjected, filepath.Join(dir, "state-lost"))
+	var after corev1.NodeCondition
+	pollUntil(ctx, t, "the restarted agent's first write of the condition", func() bool {
+		var n corev1.Node
+		if env.Client.Get(ctx, client.ObjectKey{Name: node}, &n) != nil {
+			return false
 		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == "AcceleratedHardwareReady" && !c.LastHeartbeatTime.Equal(&old) {
+				after = c
+				return true
+			}
+		}
+		return false
+	})
+	if after.Status != corev1.ConditionFalse {
+		t.Fatalf("node condition %s after restart", after.Status)
+	}
+	t.Logf("lastTransitionTime before %s, after %s (heartbeat %s)", before.LastTransitionTime, after.LastTransitionTime, after.LastHeartbeatTime)
+	// The problem is the same one: a new transition time would look like a
+	// second incident to a repair controller.
+	if !after.LastTransitionTime.Equal(&before.LastTransitionTime) {
+		t.Fatalf("restart moved lastTransitionTime from %s to %s", before.LastTransitionTime, after.LastTransitionTime)
 	}
 }
 
