@@ -22,8 +22,12 @@ type collector struct {
 	exp          *exporter.Exporter
 	// onSnapshot receives every snapshot, nil when the backend failed.
 	onSnapshot func(*gpu.NodeSnapshot)
-	log        *slog.Logger
-	now        func() time.Time
+	// beforeExport, when set, sees every snapshot (nil when the backend
+	// failed) before the exporter renders it: the predictor, whose risks
+	// are then encoded with the snapshot they come from.
+	beforeExport func(*gpu.NodeSnapshot)
+	log          *slog.Logger
+	now          func() time.Time
 }
 
 // collectOnce reads the GPUs and the host, updates the exporter and returns
@@ -37,6 +41,9 @@ func (c *collector) collectOnce(ctx context.Context, timeout time.Duration) (*gp
 	snap, err := c.src.Snapshot(ctx)
 	results := []exporter.CollectorResult{{Name: "gpu", Success: err == nil, Duration: c.now().Sub(start)}}
 	if err != nil {
+		if c.beforeExport != nil {
+			c.beforeExport(nil)
+		}
 		c.exp.Update(nil, results)
 		if c.onSnapshot != nil {
 			c.onSnapshot(nil)
@@ -51,6 +58,9 @@ func (c *collector) collectOnce(ctx context.Context, timeout time.Duration) (*gp
 	}
 	if n := c.expectedGPUs(); n > 0 {
 		snap.ExpectedGPUs = n
+	}
+	if c.beforeExport != nil {
+		c.beforeExport(snap)
 	}
 	c.exp.Update(snap, results)
 	if c.onSnapshot != nil {

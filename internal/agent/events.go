@@ -2,17 +2,9 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuheal/gpuheal/internal/analyzer"
@@ -28,18 +20,14 @@ const eventNamespace = "default"
 // problem becomes active and counted up when it comes back, never one per
 // kernel-log line or per evaluation.
 type warningEvents struct {
-	client rest.Interface
-	node   string
-	log    *slog.Logger
-	now    func() time.Time
-
-	nodeUID types.UID
+	events  *nodeEvents
+	log     *slog.Logger
 	active  map[string]bool // problem keys active at the last evaluation
 	results chan analyzer.Result
 }
 
 func newWarningEvents(c rest.Interface, node string, log *slog.Logger) *warningEvents {
-	return &warningEvents{client: c, node: node, log: log, now: time.Now,
+	return &warningEvents{events: newNodeEvents(c, node), log: log,
 		active: map[string]bool{}, results: make(chan analyzer.Result, 1)}
 }
 
@@ -86,7 +74,7 @@ func (w *warningEvents) observe(ctx context.Context, r analyzer.Result) {
 			continue
 		}
 		if err := w.emit(ctx, key, p); err != nil {
-			w.log.Warn("emitting node event", "node", w.node, "reason", p.Reason, "err", err)
+			w.log.Warn("emitting node event", "node", w.events.node, "reason", p.Reason, "err", err)
 		}
 	}
 	w.active = now
@@ -100,38 +88,7 @@ func problemKey(p *analyzer.Problem) string {
 	return p.Rule + "/" + gpu + "/" + p.Code
 }
 
-// emit creates the problem's Event, or counts up the existing one: the
-// name is derived from node and problem, so a recurrence finds it.
+// emit creates the problem's Event, or counts up the existing one.
 func (w *warningEvents) emit(ctx context.Context, key string, p *analyzer.Problem) error {
-	if w.nodeUID == "" {
-		var n corev1.Node
-		if err := w.client.Get().Resource("nodes").Name(w.node).Do(ctx).Into(&n); err != nil {
-			return fmt.Errorf("getting node %s: %w", w.node, err)
-		}
-		w.nodeUID = n.UID
-	}
-	sum := sha256.Sum256([]byte(key))
-	name := w.node + ".gpuheal." + hex.EncodeToString(sum[:6])
-	ts := metav1.NewTime(w.now())
-	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: eventNamespace},
-		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: w.node, UID: w.nodeUID, APIVersion: "v1"},
-		Reason:         p.Reason,
-		Message:        fmt.Sprintf("%s (recommended action: %s)", p.Message, p.Action),
-		Type:           corev1.EventTypeWarning,
-		Source:         corev1.EventSource{Component: "gpuheal-agent", Host: w.node},
-		FirstTimestamp: ts, LastTimestamp: ts, Count: 1,
-	}
-	err := w.client.Post().Namespace(eventNamespace).Resource("events").Body(ev).Do(ctx).Error()
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	var old corev1.Event
-	if err := w.client.Get().Namespace(eventNamespace).Resource("events").Name(name).Do(ctx).Into(&old); err != nil {
-		return err
-	}
-	patch := fmt.Sprintf(`{"count":%s,"lastTimestamp":%q,"message":%q}`,
-		strconv.Itoa(int(old.Count)+1), ts.UTC().Format(time.RFC3339), ev.Message)
-	return w.client.Patch(types.MergePatchType).Namespace(eventNamespace).Resource("events").Name(name).
-		Body([]byte(patch)).Do(ctx).Error()
+	return w.events.emit(ctx, key, p.Reason, fmt.Sprintf("%s (recommended action: %s)", p.Message, p.Action))
 }

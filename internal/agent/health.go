@@ -19,6 +19,9 @@ type healthLoop struct {
 	// onResult receives every evaluation (condition publishing, metrics)
 	// and the number of healthy GPUs.
 	onResult func(r analyzer.Result, healthyGPUs int)
+	// conditions publishes on the Node (nil outside a cluster); other
+	// sources of conditions (the predictor) publish through it too.
+	conditions *conditionPublisher
 
 	mu      sync.Mutex
 	hooks   []func(*analyzer.RuleSet)

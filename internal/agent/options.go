@@ -65,6 +65,9 @@ type Options struct {
 	Once       bool
 	Output     string
 
+	// Predictor configures the failure predictor (docs/predictor.md).
+	Predictor PredictorOptions
+
 	Sim SimOptions
 	// SimFleet runs one simulated agent per GPU node of the cluster in
 	// this process (the demo and the soak test); see RunSimFleet.
@@ -76,6 +79,9 @@ type Options struct {
 	source         gpu.Source
 	kube           rest.Interface
 	publishMetrics func(http.Handler)
+	// predictorModel is the loaded model, set once by RunSimFleet so its
+	// agents share it; nil makes Run load it.
+	predictorModel *predictorModel
 }
 
 // SimOptions configure the simulated backend.
@@ -128,6 +134,9 @@ func (o *Options) Validate() error {
 	}
 	if o.GCPercent < 10 {
 		return fmt.Errorf("--gc-percent %d: must be at least 10", o.GCPercent)
+	}
+	if err := o.Predictor.validate(); err != nil {
+		return err
 	}
 	if o.SimFleet.Enabled {
 		if err := o.validateSimFleet(); err != nil {

@@ -33,6 +33,9 @@ func TestValidateNamesTheBadOption(t *testing.T) {
 		{"push gateway url", func(o *Options) { o.PushGateway = "pushgw:9091" }, `--push-gateway "pushgw:9091"`},
 		{"push interval", func(o *Options) { o.PushGateway = "http://pg:9091"; o.PushInterval = 0 }, "--push-interval 0s"},
 		{"sim gpus", func(o *Options) { o.Sim.GPUs = 9 }, "--sim-gpus 9"},
+		{"predictor mode", func(o *Options) { o.Predictor.Mode = "yes" }, `--predictor "yes"`},
+		{"predictor threshold above 1", func(o *Options) { o.Predictor.Threshold = 1.5 }, "--predictor-threshold 1.5"},
+		{"predictor threshold negative", func(o *Options) { o.Predictor.Threshold = -0.1 }, "--predictor-threshold -0.1"},
 		{"kmsg poll", func(o *Options) { o.KmsgPath = "/dev/kmsg"; o.KmsgPoll = 0 }, "--kmsg-poll-interval 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

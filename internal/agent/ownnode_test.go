@@ -112,6 +112,13 @@ func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
 	if err := agent.Patch(types.MergePatchType).Resource("nodes").Name(nodeB).Body(label).Do(ctx).Error(); !apierrors.IsForbidden(err) {
 		t.Fatalf("labelling node B: %v, want forbidden", err)
 	}
+	// The predictor's risk annotation, as the agent writes it.
+	if err := patchRiskAnnotation(ctx, agent, nodeA, "0.42"); err != nil {
+		t.Fatalf("annotating its own node A: %v", err)
+	}
+	if err := patchRiskAnnotation(ctx, agent, nodeB, "0.42"); !apierrors.IsForbidden(err) {
+		t.Fatalf("annotating node B: %v, want forbidden", err)
+	}
 
 	// A token of the same ServiceAccount not bound to a pod names no node:
 	// it may write none.

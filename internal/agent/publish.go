@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -27,8 +29,11 @@ type conditionPublisher struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	mu        sync.Mutex
-	desired   []analyzer.ConditionStatus
+	mu      sync.Mutex
+	desired []analyzer.ConditionStatus
+	// extra are conditions from outside the rules (the failure predictor's
+	// GPUFailurePredicted), by type, published with them.
+	extra     map[string]analyzer.ConditionStatus
 	published map[string]analyzer.ConditionStatus
 	// warnings and warned: the same for the active-warnings annotation.
 	warnings, warned int
@@ -78,6 +83,21 @@ func (p *conditionPublisher) set(conds []analyzer.ConditionStatus, healthyGPUs, 
 	}
 }
 
+// setExtra records a condition that does not come from the rules and
+// wakes the loop; a later call for the same type replaces it.
+func (p *conditionPublisher) setExtra(c analyzer.ConditionStatus) {
+	p.mu.Lock()
+	if p.extra == nil {
+		p.extra = map[string]analyzer.ConditionStatus{}
+	}
+	p.extra[c.Type] = c
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
 // run patches whenever the desired state differs from what the node shows,
 // backing off from 200 ms to 5 s while patches fail: one small PATCH every
 // 5 s costs an API server that is away nothing, and bounds how late the
@@ -108,7 +128,7 @@ func (p *conditionPublisher) run(ctx context.Context) {
 func (p *conditionPublisher) sync(ctx context.Context) error {
 	p.mu.Lock()
 	var changed []analyzer.ConditionStatus
-	for _, c := range p.desired {
+	for _, c := range p.wanted() {
 		if old, ok := p.published[c.Type]; !ok || old != c {
 			changed = append(changed, c)
 		}
@@ -144,7 +164,19 @@ func (p *conditionPublisher) sync(ctx context.Context) error {
 	return nil
 }
 
-// readCarried reads, once, the Node's current conditions of our types.
+// wanted is every condition the node should show; p.mu must be held.
+func (p *conditionPublisher) wanted() []analyzer.ConditionStatus {
+	if len(p.extra) == 0 {
+		return p.desired
+	}
+	all := append([]analyzer.ConditionStatus(nil), p.desired...)
+	for _, t := range slices.Sorted(maps.Keys(p.extra)) {
+		all = append(all, p.extra[t])
+	}
+	return all
+}
+
+// readCarried reads, once, the Node's current conditions.
 func (p *conditionPublisher) readCarried(ctx context.Context) error {
 	if p.seen {
 		return nil
@@ -154,12 +186,10 @@ func (p *conditionPublisher) readCarried(ctx context.Context) error {
 		return fmt.Errorf("reading node %s: %w", p.node, err)
 	}
 	p.carried = map[string]carriedCondition{}
+	// Every type is kept: only those this agent publishes are ever looked
+	// up, and some (the predictor's) may come after the first patch.
 	for _, c := range n.Status.Conditions {
-		for _, d := range p.desired {
-			if string(c.Type) == d.Type {
-				p.carried[d.Type] = carriedCondition{status: string(c.Status), since: c.LastTransitionTime.Time}
-			}
-		}
+		p.carried[string(c.Type)] = carriedCondition{status: string(c.Status), since: c.LastTransitionTime.Time}
 	}
 	p.seen = true
 	return nil

@@ -29,6 +29,11 @@ import (
 // Run is gpuheal-agent: it opens the GPU backend and collects until ctx
 // ends. With Standalone+Once it prints one snapshot to out and returns.
 func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error {
+	// A bad model file stops the agent before it touches a GPU.
+	model, err := loadPredictorModel(o)
+	if err != nil {
+		return err
+	}
 	src := o.source
 	if src == nil {
 		var err error
@@ -83,9 +88,28 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 		return err
 	}
 	c.onSnapshot = health.setSnapshot
+	onFinding := health.addFinding
+	pred, err := startPredictor(ctx, o, model, exp, kube, log)
+	if err != nil {
+		return err
+	}
+	if health.conditions != nil {
+		if pred != nil {
+			pred.condition = health.conditions.setExtra
+		} else {
+			health.conditions.setExtra(offCondition(time.Now()))
+		}
+	}
+	if pred != nil {
+		c.beforeExport = pred.observe
+		onFinding = func(f finding.Finding) {
+			health.addFinding(f)
+			pred.addFinding(f)
+		}
+	}
 
 	if o.KmsgPath != "" {
-		mon, err := startKmsgMonitor(ctx, o, exp, health.engine.RuleSet().XIDOverrides, health.addFinding, log)
+		mon, err := startKmsgMonitor(ctx, o, exp, health.engine.RuleSet().XIDOverrides, onFinding, log)
 		if err != nil {
 			return err
 		}
@@ -289,6 +313,7 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube r
 			events.offer(r)
 		}
 	})
+	h.conditions = pub
 	go h.run(ctx)
 	if o.ConfigFile != "" {
 		go analyzer.Watch(ctx, analyzer.WatchOptions{Path: o.ConfigFile, Current: rules,

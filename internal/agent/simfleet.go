@@ -62,6 +62,12 @@ const bootingLabel = "gpuheal.io/kwok-booting"
 // fleet serves its own metrics at /metrics and each node's at
 // /nodes/NODE/metrics on o.MetricsAddress.
 func RunSimFleet(ctx context.Context, o *Options, log *slog.Logger) error {
+	// Loaded once for every agent, and a bad model file stops the fleet.
+	model, err := loadPredictorModel(o)
+	if err != nil {
+		return err
+	}
+	o.predictorModel = model
 	kube, err := clientFor(o.Kubeconfig, 50)
 	if err != nil {
 		return err
