@@ -76,6 +76,7 @@ func loadPredictorModel(o *Options) (*predictorModel, error) {
 		if pm.model, err = predict.Parse(data); err != nil {
 			return nil, fmt.Errorf("--predictor-model %s: %w", path, err)
 		}
+		pm.model = pm.model.ForInference()
 		pm.source = path
 	} else {
 		var err error

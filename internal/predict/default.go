@@ -17,11 +17,11 @@ var loadDefault = sync.OnceValues(func() (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded default model: %w", err)
 	}
-	return m, nil
+	return m.ForInference(), nil // DefaultModelJSON has the whole file
 })
 
-// Default returns the model shipped with gpuheal. It is parsed once; the
-// Model is shared and immutable.
+// Default returns the model shipped with gpuheal, for scoring. It is
+// parsed once; the Model is shared and immutable.
 func Default() (*Model, error) { return loadDefault() }
 
 // DefaultModelJSON returns a copy of the shipped model file.

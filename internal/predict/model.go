@@ -53,6 +53,20 @@ func (m *Model) Score(features []float32) float64 {
 	return 1 / (1 + math.Exp(-sum))
 }
 
+// Trees is how many trees the model scores with.
+func (m *Model) Trees() int { return len(m.roots) }
+
+// ForInference returns a model that scores the same but keeps only the
+// header of its file (File().Trees is nil): the decoded trees take ~0.7
+// MiB, which a process that only scores (the agent) need not hold.
+func (m *Model) ForInference() *Model {
+	c := *m
+	header := *m.file
+	header.Trees = nil
+	c.file = &header
+	return &c
+}
+
 // File returns the model file the model was loaded from. Callers must not
 // change it.
 func (m *Model) File() *File { return m.file }

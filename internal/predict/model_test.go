@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // smallFile is a valid two-tree model: the first tree splits on the 30
@@ -105,8 +106,8 @@ func TestDefaultModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := m.File()
-	if f.HorizonSeconds != 1800 || f.MinLeadSeconds != 600 || len(f.Trees) < 10 || !(m.Threshold > 0 && m.Threshold < 1) {
-		t.Errorf("default model: horizon %d, lead %d, %d trees, threshold %v", f.HorizonSeconds, f.MinLeadSeconds, len(f.Trees), m.Threshold)
+	if f.HorizonSeconds != 1800 || f.MinLeadSeconds != 600 || m.Trees() < 10 || !(m.Threshold > 0 && m.Threshold < 1) {
+		t.Errorf("default model: horizon %d, lead %d, %d trees, threshold %v", f.HorizonSeconds, f.MinLeadSeconds, m.Trees(), m.Threshold)
 	}
 	// A quiet GPU is low risk; the shipped model must say so.
 	st := NewState()
@@ -135,4 +136,31 @@ func FuzzParseModel(f *testing.F) {
 			t.Fatalf("score %v outside [0,1]", s)
 		}
 	})
+}
+
+func TestForInferenceScoresTheSame(t *testing.T) {
+	full, err := Parse(DefaultModelJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := full.ForInference()
+	if slim.File().Trees != nil || full.File().Trees == nil {
+		t.Fatal("ForInference must drop the trees of its own copy only")
+	}
+	if slim.File().HorizonSeconds != full.File().HorizonSeconds || slim.Threshold != full.Threshold {
+		t.Fatal("header lost")
+	}
+	st := NewState()
+	for i := range 50 {
+		s := Sample{Time: time.Unix(int64(i)*30, 0)}
+		for g := range s.Gauges {
+			s.Gauges[g] = float32(i % 7)
+		}
+		s.Counters[CounterECCCorrected] = uint64(i * i)
+		s.CountersRead = 1 << CounterECCCorrected
+		f := st.Update(&s)
+		if a, b := full.Score(f), slim.Score(f); a != b {
+			t.Fatalf("sample %d: scores %v and %v differ", i, a, b)
+		}
+	}
 }
