@@ -138,8 +138,8 @@ func writeNodeConditions(out io.Writer, n *corev1.Node, now time.Time) {
 		}
 	}
 	_ = tw.Flush()
-	if w := n.Annotations[activeWarningsAnnotation]; w != "" {
-		fmt.Fprintf(out, "Warnings:      %s\n", strings.ReplaceAll(w, ",", ", "))
+	if w := n.Annotations[activeWarningsAnnotation]; w != "" && w != "0" {
+		fmt.Fprintf(out, "Warnings:      %s active (the node's warning Events name them)\n", w)
 	}
 }
 

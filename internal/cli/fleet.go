@@ -39,7 +39,10 @@ type fleetNode struct {
 	GPUsHealthy *int     `json:"gpusHealthy,omitempty"`
 	GPUsTotal   int      `json:"gpusTotal"`
 	Problems    []string `json:"problems,omitempty"`
-	Warnings    []string `json:"warnings,omitempty"`
+	// ActiveWarnings is how many warning problems the agent has active
+	// (its gpuheal.io/active-warnings annotation is a count; the warning
+	// Events on the node name them).
+	ActiveWarnings int `json:"activeWarnings,omitempty"`
 	Cordoned    bool     `json:"cordoned"`
 	Tier        string   `json:"tier,omitempty"`
 	Score       *float64 `json:"score,omitempty"`
@@ -142,8 +145,8 @@ func fleetRow(n *corev1.Node, open *gpuhealv1.NodeRemediation) fleetNode {
 		row.Score = &v
 	}
 	row.Problems = nodeProblems(n)
-	if w := n.Annotations[activeWarningsAnnotation]; w != "" {
-		row.Warnings = strings.Split(w, ",")
+	if w, err := strconv.Atoi(n.Annotations[activeWarningsAnnotation]); err == nil && w > 0 {
+		row.ActiveWarnings = w
 	}
 	if open != nil {
 		phase := string(open.Status.Phase)
@@ -197,7 +200,7 @@ func rowState(r fleetNode) string {
 		return stateRemediating
 	case r.Cordoned:
 		return stateCordoned
-	case len(r.Warnings) > 0 || (r.GPUsHealthy != nil && *r.GPUsHealthy < r.GPUsTotal):
+	case r.ActiveWarnings > 0 || (r.GPUsHealthy != nil && *r.GPUsHealthy < r.GPUsTotal):
 		return stateWarning
 	}
 	return stateHealthy

@@ -139,8 +139,8 @@ func writeFleetTable(out io.Writer, rows []fleetNode, now time.Time, color bool)
 			gpus = strconv.Itoa(*r.GPUsHealthy) + "/" + strconv.Itoa(r.GPUsTotal)
 		}
 		problems := strings.Join(r.Problems, ",")
-		if problems == "" && len(r.Warnings) > 0 {
-			problems = "warn: " + strings.Join(r.Warnings, ",")
+		if problems == "" && r.ActiveWarnings > 0 {
+			problems = fmt.Sprintf("warn: %d active", r.ActiveWarnings)
 		}
 		sched := "ok"
 		if r.Cordoned {

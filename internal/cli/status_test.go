@@ -36,8 +36,8 @@ func statusFleet(t *testing.T) *testenv.Env {
 		cordoned                             bool
 	}
 	for _, s := range []spec{
-		{name: auditapitest.NodeA, healthy: "8", score: "97.0", tier: "gold", gpuCond: corev1.ConditionTrue},
-		{name: "gpu-warned", healthy: "8", score: "88.0", tier: "silver", gpuCond: corev1.ConditionTrue, warnings: "RowRemapPending"},
+		{name: auditapitest.NodeA, healthy: "8", score: "97.0", tier: "gold", gpuCond: corev1.ConditionTrue, warnings: "0"},
+		{name: "gpu-warned", healthy: "8", score: "88.0", tier: "silver", gpuCond: corev1.ConditionTrue, warnings: "1"},
 		{name: auditapitest.NodeB, healthy: "7", score: "40.0", tier: "bronze", gpuCond: corev1.ConditionFalse, reason: "NvidiaXID79Error", cordoned: true},
 		{name: "gpu-fixing", healthy: "8", score: "60.0", tier: "bronze", gpuCond: corev1.ConditionTrue, cordoned: true},
 		{name: "gpu-cordoned", healthy: "8", score: "90.0", tier: "gold", gpuCond: corev1.ConditionTrue, cordoned: true},
@@ -100,7 +100,7 @@ func TestStatusWorstFirst(t *testing.T) {
 		`^` + auditapitest.NodeB + ` +unhealthy +7/8 +AcceleratedHardwareReady=False \(NvidiaXID79Error\) +cordoned +bronze +40\.0 +- +\d+s$`,
 		`^gpu-fixing +remediating +8/8 +- +cordoned +bronze +60\.0 +Draining \(Reboot\) +\d+s$`,
 		`^gpu-cordoned +cordoned +8/8 +- +cordoned +gold +90\.0 +- +\d+s$`,
-		`^gpu-warned +warning +8/8 +warn: RowRemapPending +ok +silver +88\.0 +- +\d+s$`,
+		`^gpu-warned +warning +8/8 +warn: 1 active +ok +silver +88\.0 +- +\d+s$`,
 		`^` + auditapitest.NodeA + ` +healthy +8/8 +- +ok +gold +97\.0 +- +\d+s$`,
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
