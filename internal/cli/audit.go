@@ -40,6 +40,12 @@ func (o *auditSourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.service, "service", auditapi.DefaultService, "the controller's Service, reached through the API server's service proxy")
 	fs.StringVar(&o.port, "service-port", auditapi.DefaultPort, "name or number of the Service's metrics port")
 	fs.StringVar(&o.controllerURL, "controller-url", "", "talk to the controller directly (a port-forward: http://localhost:8080) instead of through the API server")
+	o.addFileFlags(fs)
+}
+
+// addFileFlags adds only the offline sources, for commands that read a
+// copy of the log and never the cluster.
+func (o *auditSourceOptions) addFileFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dbPath, "audit-db", "", "read a SQLite audit file offline (a copy, or the live file: it is opened read-only)")
 	fs.StringVar(&o.jsonlPath, "audit-jsonl", "", "read a JSON lines audit file offline (a JSONL sink's file, or an export)")
 }

@@ -42,10 +42,10 @@ type fleetNode struct {
 	// ActiveWarnings is how many warning problems the agent has active
 	// (its gpuheal.io/active-warnings annotation is a count; the warning
 	// Events on the node name them).
-	ActiveWarnings int `json:"activeWarnings,omitempty"`
-	Cordoned    bool     `json:"cordoned"`
-	Tier        string   `json:"tier,omitempty"`
-	Score       *float64 `json:"score,omitempty"`
+	ActiveWarnings int      `json:"activeWarnings,omitempty"`
+	Cordoned       bool     `json:"cordoned"`
+	Tier           string   `json:"tier,omitempty"`
+	Score          *float64 `json:"score,omitempty"`
 	// Remediation is the open incident's phase and action, if any.
 	Remediation string    `json:"remediation,omitempty"`
 	Incident    string    `json:"incident,omitempty"`

@@ -51,34 +51,53 @@ func (d *definitionFlags) definitions() (evaluate.Definitions, error) {
 }
 
 type modelTrainOptions struct {
-	traces []string
-	out    string
-	defs   definitionFlags
-	opts   train.Options
+	traces  []string
+	history historyOptions
+	out     string
+	defs    definitionFlags
+	opts    train.Options
 }
 
 func newModelTrainCommand(out io.Writer) *cobra.Command {
 	o := &modelTrainOptions{opts: train.DefaultOptions()}
 	cmd := &cobra.Command{
-		Use:   "train --traces DIR [--traces DIR…] --out MODEL",
-		Short: "Fit a model on labelled traces",
+		Use:   "train (--traces DIR [--traces DIR…] | --prometheus URL --audit-db|--audit-jsonl FILE [--since 30d]) --out MODEL",
+		Short: "Fit a model on labelled traces, or on your fleet's history",
 		Long: `Computes features over every sample of the traces with the agent's own feature
 code, fits gradient-boosted trees on a stratified sample of rows, holds out a
 share of GPU slots to stop early and to choose the alarm threshold (the lowest
 whose event-level precision there reaches --min-precision), and writes the
 versioned model file. Evaluate it with "gpuheal model eval" on traces from
-seeds it never saw.`,
+seeds it never saw.
+
+With --prometheus instead of --traces it trains on your fleet's history: the
+agent's metrics over --since by range queries, and failure labels from the
+controller's audit log (each incident opened on a fatal GPU condition, on the
+GPUs it names, or on its whole node when it names none). --save-traces keeps
+the labelled traces it made. See docs/predictor.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(o.traces) == 0 || o.out == "" {
-				return fmt.Errorf("--traces and --out: required")
+			if err := o.history.check(cmd.Flags(), o.traces); err != nil {
+				return err
+			}
+			if len(o.traces) == 0 && o.history.prometheus == "" || o.out == "" {
+				return fmt.Errorf("--traces (or --prometheus with an audit log) and --out: required")
 			}
 			defs, err := o.defs.definitions()
 			if err != nil {
 				return err
 			}
-			o.opts.Traces, o.opts.Definitions, o.opts.Log = o.traces, defs, logger()
 			o.opts.Command = trainCommandLine(cmd, o.traces)
+			traces := o.traces
+			if o.history.prometheus != "" {
+				dir, cleanup, err := o.history.build(cmd.Context(), out)
+				if err != nil {
+					return err
+				}
+				defer cleanup()
+				traces = []string{dir}
+			}
+			o.opts.Traces, o.opts.Definitions, o.opts.Log = traces, defs, logger()
 			m, sum, err := train.Train(cmd.Context(), o.opts)
 			if err != nil {
 				return err
@@ -100,6 +119,7 @@ seeds it never saw.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.traces, "traces", nil, "trace directory (repeat for several)")
+	o.history.addFlags(f)
 	f.StringVar(&o.out, "out", "", "model file to write")
 	o.defs.add(f)
 	p := &o.opts
@@ -196,7 +216,11 @@ func trainCommandLine(cmd *cobra.Command, traces []string) string {
 		args = append(args, "--traces "+t)
 	}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if f.Name != "traces" {
+		switch f.Name {
+		case "traces":
+		case "prometheus":
+			args = append(args, "--prometheus "+redactURL(f.Value.String()))
+		default:
 			args = append(args, "--"+f.Name+" "+f.Value.String())
 		}
 	})
