@@ -118,9 +118,14 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	}
 	ctrlBin := buildBinary(b, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
 	metricsPort, healthPort := freePort(b), freePort(b)
-	stop := startProcess(b, ctrlBin, "--kubeconfig="+env.Kubeconfig, "--leader-elect=false", "--providers=kwok,none",
-		"--kwok-boot-delay=90s", "--poll-interval=1s", "--log-level=warn", "--audit-sqlite-path="+b.TempDir()+"/audit.db",
-		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort))
+	args := []string{"--kubeconfig=" + env.Kubeconfig, "--leader-elect=false", "--providers=kwok,none",
+		"--kwok-boot-delay=90s", "--poll-interval=1s", "--log-level=warn", "--audit-sqlite-path=" + b.TempDir() + "/audit.db",
+		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort)}
+	// GPUHEAL_BENCH_CONTROLLER_ARGS adds controller flags, to compare
+	// settings (e.g. --workers) on the same fleet.
+	args = append(args, strings.Fields(os.Getenv("GPUHEAL_BENCH_CONTROLLER_ARGS"))...)
+	b.Logf("controller flags: %s", strings.Join(args[1:], " "))
+	stop := startProcess(b, ctrlBin, args...)
 	defer stop()
 	waitHTTP(b, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), time.Minute)
 	pid := controllerPID(b, ctrlBin)
