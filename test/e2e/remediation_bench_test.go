@@ -168,24 +168,36 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	// phase (right after the API server accepted the cordon; microseconds,
 	// same machine clock) and when this process's watch of all nodes saw
 	// it, which lags when thousands of kwok heartbeats fill the watch.
-	cordonedAt := map[string]time.Time{}
+	// The Pending phase's time is when the remediation reconciler first
+	// took the incident up: it splits the cordon latency into opening
+	// (opener, create, watch, queue) and admitting (breaker, slot, patch).
+	cordonedAt, pendingAt := map[string]time.Time{}, map[string]time.Time{}
 	for _, it := range listIncidents(ctx, b, env.Client) {
 		for _, ph := range it.Status.Phases {
-			if ph.Phase == v1alpha1.PhaseCordoned {
+			switch ph.Phase {
+			case v1alpha1.PhaseCordoned:
 				cordonedAt[it.Spec.NodeName] = ph.Time.Time
+			case v1alpha1.PhasePending:
+				if _, ok := pendingAt[it.Spec.NodeName]; !ok {
+					pendingAt[it.Spec.NodeName] = ph.Time.Time
+				}
 			}
 		}
 	}
-	var cordon, seen, recover []time.Duration
+	var cordon, opening, admitting, seen, recover []time.Duration
 	clock.mu.Lock()
 	for _, n := range broken {
 		decided := since[n].Add(minDuration)
 		cordon = append(cordon, cordonedAt[n].Sub(decided))
+		opening = append(opening, pendingAt[n].Sub(decided))
+		admitting = append(admitting, cordonedAt[n].Sub(pendingAt[n]))
 		seen = append(seen, clock.cordoned[n].Sub(decided))
 		recover = append(recover, clock.replReady[n].Sub(decided))
 	}
 	clock.mu.Unlock()
 	report(b, "cordon after min duration (recorded by the controller)", cordon)
+	report(b, "  of which opening: min duration to the first reconcile", opening)
+	report(b, "  of which admitting: first reconcile to cordoned", admitting)
 	report(b, "cordon after min duration (seen through a watch of all nodes)", seen)
 	report(b, "detection to replacement Ready", recover)
 	b.ReportMetric(float64(percentile(cordon, 99).Milliseconds()), "cordon-p99-ms")
