@@ -70,28 +70,12 @@ func (p *riskPublisher) poke() {
 	}
 }
 
-// run syncs on every change until ctx ends, backing off from 200 ms to 5 s
-// while the API server fails.
+// run syncs on every change until ctx ends, retrying while the API
+// server fails.
 func (p *riskPublisher) run(ctx context.Context) {
-	const minBackoff, maxBackoff = 200 * time.Millisecond, 5 * time.Second
-	backoff := minBackoff
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.wake:
-		case <-retry:
-		}
-		retry = nil
-		if err := p.sync(ctx); err != nil {
-			p.log.Warn("publishing the failure risk; will retry", "node", p.node, "in", backoff, "err", err)
-			retry = time.After(backoff)
-			backoff = min(2*backoff, maxBackoff)
-			continue
-		}
-		backoff = minBackoff
-	}
+	publishLoop(ctx, p.wake, p.sync, func(err error, in time.Duration) {
+		p.log.Warn("publishing the failure risk; will retry", "node", p.node, "in", in, "err", err)
+	})
 }
 
 func (p *riskPublisher) sync(ctx context.Context) error {

@@ -98,11 +98,18 @@ func (p *conditionPublisher) setExtra(c analyzer.ConditionStatus) {
 	}
 }
 
-// run patches whenever the desired state differs from what the node shows,
-// backing off from 200 ms to 5 s while patches fail: one small PATCH every
-// 5 s costs an API server that is away nothing, and bounds how late the
-// state lands once it is back.
+// run patches whenever the desired state differs from what the node shows.
 func (p *conditionPublisher) run(ctx context.Context) {
+	publishLoop(ctx, p.wake, p.sync, func(err error, in time.Duration) {
+		p.log.Warn("publishing node conditions; will retry", "node", p.node, "in", in, "err", err)
+	})
+}
+
+// publishLoop calls sync on every wake-up until ctx ends, retrying a
+// failed sync with backoff from 200 ms to 5 s: one small PATCH every 5 s
+// costs an API server that is away nothing, and bounds how late the state
+// lands once it is back.
+func publishLoop(ctx context.Context, wake <-chan struct{}, sync func(context.Context) error, failed func(err error, retryIn time.Duration)) {
 	const minBackoff, maxBackoff = 200 * time.Millisecond, 5 * time.Second
 	backoff := minBackoff
 	var retry <-chan time.Time
@@ -110,12 +117,12 @@ func (p *conditionPublisher) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.wake:
+		case <-wake:
 		case <-retry:
 		}
 		retry = nil
-		if err := p.sync(ctx); err != nil {
-			p.log.Warn("publishing node conditions; will retry", "node", p.node, "in", backoff, "err", err)
+		if err := sync(ctx); err != nil {
+			failed(err, backoff)
 			retry = time.After(backoff)
 			backoff = min(2*backoff, maxBackoff)
 			continue
