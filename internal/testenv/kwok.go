@@ -91,11 +91,16 @@ func startWorkloadControllers(ctx context.Context, binDir, kubeconfig, workDir s
 		"--controllers=deployment,replicaset,disruption,garbagecollector,nodelifecycle,taint-eviction-controller",
 		// kwok renews no Leases (with them, v0.8.0 never initializes a node
 		// that the kwok provider creates unmanaged and hands over later)
-		// and writes a status heartbeat only every 10–20 minutes; the
-		// default grace of 40 s would declare every node lost, and without
-		// a kubelet nothing marks its pods Ready again. Explicit NotReady
-		// (a simulated reboot) still counts at once.
-		"--node-monitor-grace-period=30m",
+		// and writes a status heartbeat only 10–20 minutes after it last
+		// (re)started, so a kwok restarted more often than that (the soak
+		// does after every API outage, see Env.RestartKwok) writes none.
+		// A node declared lost stays lost for good: without a kubelet
+		// nothing marks its pods Ready again, and every budget collapses
+		// (the first one-hour soak saw 283 nodes go NotReady at minute
+		// 30). Missing heartbeats are the simulation's, not a fault under
+		// test, so the grace outlasts any run; explicit NotReady (a
+		// simulated reboot) still counts at once.
+		"--node-monitor-grace-period=24h",
 		"--use-service-account-credentials=false")...)
 	if err != nil {
 		return nil, err
