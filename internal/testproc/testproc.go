@@ -23,7 +23,7 @@ func FreePort(t testing.TB) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
@@ -73,7 +73,7 @@ func Start(t testing.TB, name string, args ...string) (stop func()) {
 	}
 	t.Cleanup(func() {
 		stop()
-		logFile.Close()
+		_ = logFile.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logFile.Name())
 			t.Logf("%s log:\n%s", filepath.Base(name), b)
@@ -92,7 +92,7 @@ func WaitHTTP(t testing.TB, url string, within time.Duration) {
 	for {
 		resp, err := http.Get(url)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return
 			}

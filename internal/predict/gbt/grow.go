@@ -86,9 +86,11 @@ func (b *builder) grow(margin []float64) Tree {
 		l, r := len(t.Nodes), len(t.Nodes)+1
 		t.Nodes = append(t.Nodes, Node{}, Node{})
 		t.Nodes[c.node] = Node{Feature: s.feature, Threshold: b.bins.cuts[s.feature][s.bin], Left: l, Right: r}
-		small, big := left, right
-		if len(small) > len(big) {
-			small, big = big, small
+		// Fill the smaller child's histogram; the larger one is the
+		// parent's minus it.
+		small := left
+		if len(left) > len(right) {
+			small = right
 		}
 		hs, hb := b.newHist(), b.newHist()
 		b.fill(hs, small)
