@@ -29,7 +29,9 @@ var faultMix = []faultClass{
 	{"nvlink-down", 35, sim.Fault{Kind: sim.KindNVLinkDown, Params: map[string]string{"link": "0"}}, true},
 	{"sram-uncontained-ecc", 19, sim.Fault{Kind: sim.KindXid, Params: map[string]string{"code": "95"}}, true},
 	{"gsp-timeout", 17, sim.Fault{Kind: sim.KindXid, Params: map[string]string{"code": "119"}}, true},
-	{"thermal", 6, sim.Fault{Kind: sim.KindThermalSlowdown}, true},
+	// A hardware thermal slowdown held 5 minutes is a warning in the
+	// default rules (an Event; the GPU still works, slower): no repair.
+	{"thermal", 6, sim.Fault{Kind: sim.KindThermalSlowdown}, false},
 }
 
 // drawFault picks a class with probability proportional to its weight.

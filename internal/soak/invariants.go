@@ -57,6 +57,10 @@ func faultsRemediatedOnce(injections []agent.Injection, rems []gpuhealv1.NodeRem
 			}
 		}
 		switch {
+		case len(mine) == 0 && coveredBy(byNode[in.Node], in.Time) != "":
+			// The node was already under repair, and that repair ended
+			// with the node healthy (or replaced) after this fault came.
+			outcomes["covered by an open incident"]++
 		case len(mine) == 0:
 			problems = append(problems, fmt.Sprintf("%s on %s at %s: no remediation", in.Class, in.Node, in.Time.Format(time.TimeOnly)))
 			outcomes["none"]++
@@ -79,6 +83,22 @@ func faultsRemediatedOnce(injections []agent.Injection, rems []gpuhealv1.NodeRem
 	}
 	inv.Detail = strings.TrimPrefix(fmt.Sprintf("%v%s", outcomes, inv.Detail), "; ")
 	return inv, outcomes
+}
+
+// coveredBy names the incident of the node that was open at the moment a
+// fault came and later Succeeded, if any: a Succeeded incident ends with
+// the node Ready and healthy, or replaced, so the fault was repaired too.
+func coveredBy(rems []gpuhealv1.NodeRemediation, at time.Time) string {
+	for _, r := range rems {
+		ph := r.Status.Phases
+		if r.Status.Phase != gpuhealv1.PhaseSucceeded || len(ph) == 0 || !r.CreationTimestamp.Time.Before(at) {
+			continue
+		}
+		if ph[len(ph)-1].Time.After(at) {
+			return r.Name
+		}
+	}
+	return ""
 }
 
 // noStrayCordons: a node gpuheal cordoned or tainted has an incident that

@@ -1,0 +1,45 @@
+package soak
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/agent"
+)
+
+func incident(name, node string, opened, ended time.Time, phase gpuhealv1.Phase) gpuhealv1.NodeRemediation {
+	r := gpuhealv1.NodeRemediation{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(opened)}}
+	r.Spec.NodeName = node
+	r.Status.Phase = phase
+	r.Status.Phases = []gpuhealv1.PhaseTransition{
+		{Phase: gpuhealv1.PhasePending, Time: metav1.NewMicroTime(opened)},
+		{Phase: phase, Time: metav1.NewMicroTime(ended)},
+	}
+	return r
+}
+
+// A second fault on a node whose open incident then succeeds is repaired
+// by it; a fault after the incident ended, with none of its own, is not.
+func TestFaultDuringAnOpenIncidentIsCovered(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	inj := []agent.Injection{
+		{Node: "n1", Time: t0, Fatal: true, Class: "nvlink-down"},
+		{Node: "n1", Time: t0.Add(90 * time.Second), Fatal: true, Class: "faulty-gpu"},
+		{Node: "n2", Time: t0, Fatal: true, Class: "hbm3-dbe"},
+		{Node: "n2", Time: t0.Add(20 * time.Minute), Fatal: true, Class: "faulty-gpu"},
+	}
+	rems := []gpuhealv1.NodeRemediation{
+		incident("n1-a", "n1", t0.Add(20*time.Second), t0.Add(17*time.Minute), gpuhealv1.PhaseSucceeded),
+		incident("n2-a", "n2", t0.Add(20*time.Second), t0.Add(2*time.Minute), gpuhealv1.PhaseSucceeded),
+	}
+	inv, outcomes := faultsRemediatedOnce(inj, rems)
+	if outcomes["covered by an open incident"] != 1 || outcomes["none"] != 1 || outcomes[string(gpuhealv1.PhaseSucceeded)] != 2 {
+		t.Fatalf("outcomes %v, want 2 Succeeded, 1 covered, 1 none", outcomes)
+	}
+	if inv.OK {
+		t.Fatalf("a fault with no incident passed: %s", inv.Detail)
+	}
+}
