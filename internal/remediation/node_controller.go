@@ -80,6 +80,16 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{PolicyLabel: p.Name}},
 		Spec:       v1alpha1.NodeRemediationSpec{NodeName: node.Name, PolicyName: p.Name, Trigger: t},
 	}
+	// Detected goes into the audit log before the incident exists: the
+	// remediation reconciler may take the incident up (and record its
+	// decision) before this call returns. The key makes a retry after a
+	// failed create write it once.
+	r.audit.write(ctx, audit.Record{
+		Key: audit.Key(name, string(audit.Detected), 0), Time: r.clock.Now(), Incident: name, Node: node.Name,
+		Policy: p.Name, Kind: audit.Detected, Reason: t.Reason, Severity: audit.SeverityCritical,
+		Message: fmt.Sprintf("%s=%s since %s: %s", t.Type, t.Status, t.Since.UTC().Format(time.RFC3339), t.Message),
+		GPUs:    gpuUUIDs(t.Message), DryRun: p.Spec.DryRun,
+	})
 	if err := r.client.Create(ctx, nr); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return ctrl.Result{}, nil
@@ -89,12 +99,6 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	r.mu.Lock()
 	r.opened[node.Name] = name
 	r.mu.Unlock()
-	r.audit.write(ctx, audit.Record{
-		Key: audit.Key(name, string(audit.Detected), 0), Time: r.clock.Now(), Incident: name, Node: node.Name,
-		Policy: p.Name, Kind: audit.Detected, Reason: t.Reason, Severity: audit.SeverityCritical,
-		Message: fmt.Sprintf("%s=%s since %s: %s", t.Type, t.Status, t.Since.UTC().Format(time.RFC3339), t.Message),
-		GPUs:    gpuUUIDs(t.Message), DryRun: p.Spec.DryRun,
-	})
 	log.FromContext(ctx).Info("incident opened", "remediation", name, "condition", t.Type, "status", t.Status, "reason", t.Reason)
 	r.recorder.Eventf(&node, nr, corev1.EventTypeWarning, "IncidentOpened", "OpenIncident",
 		"%s=%s (%s) since %s; remediation %s under policy %s", t.Type, t.Status, t.Reason,
