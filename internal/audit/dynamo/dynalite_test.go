@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // installHint tells a person how to get dynalite.
@@ -61,7 +62,7 @@ func forTest(t testing.TB) *dynamodb.Client {
 		}
 		t.Skipf("skipping: %v: %s", err, installHint)
 	}
-	port := freePort(t)
+	port := testproc.FreePort(t)
 	var logs strings.Builder
 	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", fmt.Sprint(port),
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
@@ -97,14 +98,4 @@ func forTest(t testing.TB) *dynamodb.Client {
 		poll := time.NewTimer(25 * time.Millisecond)
 		<-poll.C
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
