@@ -44,8 +44,13 @@ type ControllerOptions struct {
 	// Audit receives a record of every step (nil: none). Give it a
 	// buffered sink (audit.NewBuffered): remediation never waits on it.
 	Audit audit.Sink
-	// AuditReader loads the incident history for health scores on start.
+	// AuditReader loads the incident history for health scores on start,
+	// and lets a new leader rebuild records lost with the last one's
+	// buffer (nil: neither).
 	AuditReader audit.Reader
+	// AuditBackfillWindow: a new leader rebuilds missing records of
+	// incidents that changed within it (default 24h).
+	AuditBackfillWindow time.Duration
 	// Scorer computes health scores; nil publishes none.
 	Scorer *score.Scorer
 	// ScoreEvery is how often scores are published (default 1m).
@@ -127,6 +132,16 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		Complete(rems)
 	if err != nil {
 		return fmt.Errorf("setting up remediation controller: %w", err)
+	}
+	if o.Audit != nil && o.AuditReader != nil {
+		if o.AuditBackfillWindow <= 0 {
+			o.AuditBackfillWindow = 24 * time.Hour
+		}
+		err := mgr.Add(&auditBackfill{client: mgr.GetAPIReader(), reader: o.AuditReader, sink: o.Audit,
+			window: o.AuditBackfillWindow, clock: o.Clock.Now, retry: 30 * time.Second})
+		if err != nil {
+			return err
+		}
 	}
 	return mgr.Add(&policyStatusLoop{client: c, recorder: recorder, fleet: fleet, slots: &rems.slots, every: 5 * o.Poll})
 }
