@@ -43,3 +43,32 @@ func TestFaultDuringAnOpenIncidentIsCovered(t *testing.T) {
 		t.Fatalf("a fault with no incident passed: %s", inv.Detail)
 	}
 }
+
+func TestGrowthJudgesTheTrendNotOneSample(t *testing.T) {
+	series := func(n int, rss func(i int) int64, routines func(i int) int) []processSample {
+		out := make([]processSample, n)
+		for i := range out {
+			out[i] = processSample{RSS: rss(i), Goroutines: routines(i)}
+		}
+		return out
+	}
+	const mb = 1 << 20
+	steady := func(int) int { return 1200 }
+	cases := []struct {
+		name    string
+		samples []processSample
+		within  bool
+	}{
+		{"flat", series(60, func(int) int64 { return 400 * mb }, steady), true},
+		{"GC swings of a third", series(60, func(i int) int64 { return int64(370+220*(i%2)) * mb }, steady), true},
+		{"an outage at the end", series(60, func(int) int64 { return 400 * mb },
+			func(i int) int { return map[bool]int{true: 1550, false: 1200}[i >= 55] }), true},
+		{"memory climbing", series(60, func(i int) int64 { return int64(300+5*i) * mb }, steady), false},
+		{"goroutines climbing", series(60, func(int) int64 { return 400 * mb }, func(i int) int { return 1200 + 10*i }), false},
+	}
+	for _, c := range cases {
+		if got := growthOf(c.samples).within(); got != c.within {
+			t.Errorf("%s: within=%v, want %v (%+v)", c.name, got, c.within, growthOf(c.samples))
+		}
+	}
+}

@@ -2,8 +2,11 @@ package soak
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -160,7 +163,35 @@ func (r *run) report(ctx context.Context, s *sampler, chaos *chaosMonkey, settle
 		rep.Invariants = append(rep.Invariants, aud)
 	}
 	rep.Invariants = append(rep.Invariants, noGrowth(fps))
+	if err := writeFootprints(filepath.Join(r.workDir, "footprints.jsonl"), fps); err != nil {
+		return nil, err
+	}
 	return rep, nil
+}
+
+// writeFootprints keeps every process sample for a look after the run (a
+// life over the growth bound: did it climb, or spike once?).
+func writeFootprints(path string, fps map[int]*footprint) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing process samples: %w", err)
+	}
+	enc := json.NewEncoder(f)
+	for pid, fp := range fps {
+		for _, s := range fp.samples {
+			line := struct {
+				PID    int    `json:"pid"`
+				Name   string `json:"name"`
+				Leader bool   `json:"leader"`
+				processSample
+			}{pid, fp.name, fp.leader, s}
+			if err := enc.Encode(line); err != nil {
+				_ = f.Close()
+				return fmt.Errorf("writing process samples to %s: %w", path, err)
+			}
+		}
+	}
+	return f.Close()
 }
 
 // Print writes the report for people.

@@ -50,16 +50,20 @@ type sampler struct {
 
 type interval struct{ from, to time.Time }
 
-// footprint is one process's resident memory and goroutines, first and
-// last measured after its warm-up.
+// footprint is one process's resident memory and goroutines, sampled
+// every few seconds after its warm-up.
 type footprint struct {
-	name                        string
-	firstRSS, lastRSS           int64
-	firstRoutines, lastRoutines int
-	measured                    int
+	name    string
+	samples []processSample
 	// leader: a standby that becomes leader starts its controllers; its
-	// baseline starts again then.
+	// samples start again then.
 	leader bool
+}
+
+type processSample struct {
+	Time       time.Time `json:"time"`
+	RSS        int64     `json:"rss"`
+	Goroutines int       `json:"goroutines"`
 }
 
 func newSampler(r *run) *sampler {
@@ -226,11 +230,10 @@ func (s *sampler) measureProcesses(ctx context.Context) {
 		s.mu.Lock()
 		f := s.footprints[l.p.PID()]
 		if f == nil || f.leader != leader {
-			f = &footprint{name: l.p.Name, firstRSS: rss, firstRoutines: routines, leader: leader}
+			f = &footprint{name: l.p.Name, leader: leader}
 			s.footprints[l.p.PID()] = f
 		}
-		f.lastRSS, f.lastRoutines = rss, routines
-		f.measured++
+		f.samples = append(f.samples, processSample{Time: time.Now(), RSS: rss, Goroutines: routines})
 		s.mu.Unlock()
 	}
 }
