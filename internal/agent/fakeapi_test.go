@@ -37,8 +37,8 @@ func newFakeAPI(t *testing.T, node string) (*fakeAPI, rest.Interface) {
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	cfg := &rest.Config{Host: srv.URL, APIPath: "/api", QPS: -1}
-	cfg.GroupVersion = &corev1.SchemeGroupVersion
-	cfg.NegotiatedSerializer = serializer.NewCodecFactory(coreScheme).WithoutConversion()
+	cfg.GroupVersion = &coreGroupVersion
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(statusScheme).WithoutConversion()
 	c, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)

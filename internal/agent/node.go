@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,14 +39,14 @@ func watchExpectedGPUs(ctx context.Context, cs rest.Interface, node string, expe
 }
 
 func readExpectedGPUs(ctx context.Context, c rest.Interface, node string) (int, error) {
-	var n corev1.Node
-	if err := c.Get().Resource("nodes").Name(node).Do(ctx).Into(&n); err != nil {
+	var n kubeNode
+	if err := getInto(ctx, c.Get().Resource("nodes").Name(node), &n); err != nil {
 		return 0, fmt.Errorf("getting node %s: %w", node, err)
 	}
 	return expectedFromNode(&n)
 }
 
-func expectedFromNode(n *corev1.Node) (int, error) {
+func expectedFromNode(n *kubeNode) (int, error) {
 	v, ok := n.Labels[GPUCountLabel]
 	if !ok {
 		return 0, nil
@@ -59,15 +57,6 @@ func expectedFromNode(n *corev1.Node) (int, error) {
 	}
 	return c, nil
 }
-
-// coreScheme knows only core/v1: the agent touches nothing else.
-var coreScheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		panic(err) // a static registration; fails only on a programming error
-	}
-	return s
-}()
 
 // clientFor returns a REST client for core/v1. Not the typed clientset:
 // that links and registers every API group of Kubernetes into the agent,
@@ -94,8 +83,8 @@ func clientFor(kubeconfig string, qps float32) (rest.Interface, error) {
 		cfg.QPS, cfg.Burst = qps, int(2*qps)
 	}
 	cfg.APIPath = "/api"
-	cfg.GroupVersion = &corev1.SchemeGroupVersion
-	cfg.NegotiatedSerializer = serializer.NewCodecFactory(coreScheme).WithoutConversion()
+	cfg.GroupVersion = &coreGroupVersion
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(statusScheme).WithoutConversion()
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "gpuheal-agent"
 	}

@@ -2,13 +2,13 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,8 +35,8 @@ func newNodeEvents(c rest.Interface, node string) *nodeEvents {
 // updates its message.
 func (e *nodeEvents) emit(ctx context.Context, key, reason, message string) error {
 	if e.nodeUID == "" {
-		var n corev1.Node
-		if err := e.client.Get().Resource("nodes").Name(e.node).Do(ctx).Into(&n); err != nil {
+		var n kubeNode
+		if err := getInto(ctx, e.client.Get().Resource("nodes").Name(e.node), &n); err != nil {
 			return fmt.Errorf("getting node %s: %w", e.node, err)
 		}
 		e.nodeUID = n.UID
@@ -44,21 +44,26 @@ func (e *nodeEvents) emit(ctx context.Context, key, reason, message string) erro
 	sum := sha256.Sum256([]byte(key))
 	name := e.node + ".gpuheal." + hex.EncodeToString(sum[:6])
 	ts := metav1.NewTime(e.now())
-	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: eventNamespace},
-		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: e.node, UID: e.nodeUID, APIVersion: "v1"},
+	body, err := json.Marshal(kubeEvent{
+		APIVersion:     "v1",
+		Kind:           "Event",
+		Metadata:       metav1.ObjectMeta{Name: name, Namespace: eventNamespace},
+		InvolvedObject: objectReference{Kind: "Node", Name: e.node, UID: string(e.nodeUID), APIVersion: "v1"},
 		Reason:         reason,
 		Message:        message,
-		Type:           corev1.EventTypeWarning,
-		Source:         corev1.EventSource{Component: "gpuheal-agent", Host: e.node},
+		Type:           "Warning",
+		Source:         eventSource{Component: "gpuheal-agent", Host: e.node},
 		FirstTimestamp: ts, LastTimestamp: ts, Count: 1,
+	})
+	if err != nil {
+		return err
 	}
-	err := e.client.Post().Namespace(eventNamespace).Resource("events").Body(ev).Do(ctx).Error()
+	err = e.client.Post().Namespace(eventNamespace).Resource("events").Body(body).Do(ctx).Error()
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	var old corev1.Event
-	if err := e.client.Get().Namespace(eventNamespace).Resource("events").Name(name).Do(ctx).Into(&old); err != nil {
+	var old kubeEvent
+	if err := getInto(ctx, e.client.Get().Namespace(eventNamespace).Resource("events").Name(name), &old); err != nil {
 		return err
 	}
 	patch := fmt.Sprintf(`{"count":%s,"lastTimestamp":%q,"message":%q}`,

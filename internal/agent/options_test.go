@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -54,8 +53,8 @@ func TestValidateNamesTheBadOption(t *testing.T) {
 }
 
 func TestExpectedFromNodeLabel(t *testing.T) {
-	node := func(labels map[string]string) *corev1.Node {
-		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels}}
+	node := func(labels map[string]string) *kubeNode {
+		return &kubeNode{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels}}
 	}
 	if n, err := expectedFromNode(node(map[string]string{GPUCountLabel: "8"})); n != 8 || err != nil {
 		t.Errorf("label 8: got %d, %v", n, err)

@@ -69,8 +69,8 @@ func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
 	cfg := rest.AnonymousClientConfig(env.Config)
 	cfg.BearerToken = tr.Status.Token
 	cfg.APIPath = "/api"
-	cfg.GroupVersion = &corev1.SchemeGroupVersion
-	cfg.NegotiatedSerializer = serializer.NewCodecFactory(coreScheme).WithoutConversion()
+	cfg.GroupVersion = &coreGroupVersion
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(statusScheme).WithoutConversion()
 	agent, err := rest.RESTClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)

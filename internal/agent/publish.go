@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -188,15 +187,15 @@ func (p *conditionPublisher) readCarried(ctx context.Context) error {
 	if p.seen {
 		return nil
 	}
-	var n corev1.Node
-	if err := p.client.Get().Resource("nodes").Name(p.node).Do(ctx).Into(&n); err != nil {
+	var n kubeNode
+	if err := getInto(ctx, p.client.Get().Resource("nodes").Name(p.node), &n); err != nil {
 		return fmt.Errorf("reading node %s: %w", p.node, err)
 	}
 	p.carried = map[string]carriedCondition{}
 	// Every type is kept: only those this agent publishes are ever looked
 	// up, and some (the predictor's) may come after the first patch.
 	for _, c := range n.Status.Conditions {
-		p.carried[string(c.Type)] = carriedCondition{status: string(c.Status), since: c.LastTransitionTime.Time}
+		p.carried[c.Type] = carriedCondition{status: c.Status, since: c.LastTransitionTime.Time}
 	}
 	p.seen = true
 	return nil
@@ -224,7 +223,7 @@ func (p *conditionPublisher) withCarriedSince(conds []analyzer.ConditionStatus) 
 // patch on nodes/status: the list merges by type, so the kubelet's and
 // other agents' conditions stay untouched.
 func patchConditions(ctx context.Context, c rest.Interface, node string, conds []analyzer.ConditionStatus, now time.Time) error {
-	list := make([]corev1.NodeCondition, 0, len(conds))
+	list := make([]nodeCondition, 0, len(conds))
 	for _, s := range conds {
 		since := s.LastTransitionTime
 		if since.IsZero() {
@@ -239,9 +238,9 @@ func patchConditions(ctx context.Context, c rest.Interface, node string, conds [
 			// metrics: say what to do.
 			msg += "; recommended action: " + string(s.Action)
 		}
-		list = append(list, corev1.NodeCondition{
-			Type:               corev1.NodeConditionType(s.Type),
-			Status:             corev1.ConditionStatus(s.Status),
+		list = append(list, nodeCondition{
+			Type:               s.Type,
+			Status:             string(s.Status),
 			Reason:             reasonOrDefault(s),
 			Message:            msg,
 			LastHeartbeatTime:  metav1.NewTime(now),

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
@@ -272,15 +271,15 @@ func (f *simFleet) faultTimer() <-chan time.Time {
 // reconcile starts an agent on every up node and stops those whose node
 // went away or is rebooting.
 func (f *simFleet) reconcile(ctx context.Context) error {
-	var nodes corev1.NodeList
+	var nodes kubeNodeList
 	req := f.kube.Get().Resource("nodes")
 	if sel := f.opts.SimFleet.NodeSelector; sel != "" {
 		req = req.Param("labelSelector", sel)
 	}
-	if err := req.Do(ctx).Into(&nodes); err != nil {
+	if err := getInto(ctx, req, &nodes); err != nil {
 		return err
 	}
-	up := make(map[string]*corev1.Node, len(nodes.Items))
+	up := make(map[string]*kubeNode, len(nodes.Items))
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if n.DeletionTimestamp == nil && n.Labels[bootingLabel] == "" {
@@ -323,7 +322,7 @@ func (f *simFleet) reconcile(ctx context.Context) error {
 //
 // A machine that is still in the boot it had when a previous fleet
 // process stopped keeps its faults: they are injected again.
-func (f *simFleet) start(ctx context.Context, n *corev1.Node) error {
+func (f *simFleet) start(ctx context.Context, n *kubeNode) error {
 	name := n.Name
 	f.mu.Lock()
 	gen := f.generations[name]

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
@@ -164,7 +163,7 @@ type nodeFaults struct {
 // rebootTokenAnnotation is the kwok provider's record of the last reboot.
 const rebootTokenAnnotation = "gpuheal.io/kwok-reboot-token"
 
-func bootOf(n *corev1.Node) string {
+func bootOf(n *kubeNode) string {
 	return string(n.UID) + "/" + n.Annotations[rebootTokenAnnotation]
 }
 
