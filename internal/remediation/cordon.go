@@ -55,6 +55,7 @@ func (r *remediationReconciler) patchNode(ctx context.Context, in *incident, cha
 		}
 		err := r.client.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 		if apierrors.IsConflict(err) {
+			nodePatchConflicts.Inc()
 			key := client.ObjectKeyFromObject(n)
 			*n = corev1.Node{} // decoding into a used object would merge its maps
 			if gerr := r.reader.Get(ctx, key, n); gerr != nil {

@@ -33,8 +33,12 @@ var (
 		Help:    "From the node condition turning unhealthy to the rebooted or replacement node being Ready and healthy.",
 		Buckets: []float64{30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600, 7200},
 	}, []string{"action"})
+	nodePatchConflicts = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gpuheal_node_patch_conflicts_total",
+		Help: "Cordon and uncordon patches refused because the node changed since it was read (each is read again and retried).",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, inFlight, timeToRecover, nodeHealthScore)
+	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts)
 }

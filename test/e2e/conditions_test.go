@@ -211,7 +211,7 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	}
 }
 
-func scrape(t *testing.T, url string) string {
+func scrape(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {

@@ -201,6 +201,11 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	report(b, "cordon after min duration (seen through a watch of all nodes)", seen)
 	report(b, "detection to replacement Ready", recover)
 	b.ReportMetric(float64(percentile(cordon, 99).Milliseconds()), "cordon-p99-ms")
+	for _, line := range strings.Split(scrape(b, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)), "\n") {
+		if strings.HasPrefix(line, "gpuheal_node_patch_conflicts_total ") {
+			b.Logf("cordon/uncordon patches that met a conflict so far: %s", strings.TrimPrefix(line, "gpuheal_node_patch_conflicts_total "))
+		}
+	}
 	b.ReportMetric(percentile(recover, 100).Seconds(), "recover-max-s")
 	b.ReportMetric(float64(maxInFlight), "max-in-flight")
 
