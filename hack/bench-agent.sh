@@ -45,5 +45,6 @@ cpu_pct=$(awk -v d="$((end_ticks - start_ticks))" -v hz="$ticks" -v ns="$((end_n
 median=$(printf '%s\n' "${scrape_ms[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}')
 echo "gpuheal-agent sim 8 GPUs, interval 10s, ${duration}s, ${scrapes} scrapes (gzip, curl over loopback)"
 echo "  CPU:  ${cpu_pct}% of one core (utime+stime over wall time)"
-echo "  RSS:  end $((rss_end / 1024)) MiB, peak sampled $((peak / 1024)) MiB, VmHWM $((hwm / 1024)) MiB"
+mib() { awk -v k="$1" 'BEGIN{printf "%.1f", k / 1024}'; }
+echo "  RSS:  end $(mib "$rss_end") MiB, peak sampled $(mib "$peak") MiB, VmHWM $(mib "$hwm") MiB"
 echo "  scrape wall time (curl, incl. connect): median ${median} ms"
