@@ -13,7 +13,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
 
