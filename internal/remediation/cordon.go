@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/internal/audit"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -19,8 +20,8 @@ const wasUnschedulableAnnotation = "gpuheal.io/was-unschedulable"
 
 // cordon marks the node unschedulable, adds our NoSchedule taint and names
 // the incident responsible. It is idempotent, and the patch carries the
-// node's resourceVersion so a concurrent writer makes it retry rather than
-// be overwritten.
+// taints it read, so a concurrent writer makes it retry rather than be
+// overwritten.
 func (r *remediationReconciler) cordon(ctx context.Context, in *incident) error {
 	return r.patchNode(ctx, in, func(n *corev1.Node) bool {
 		if n.Annotations[CordonedByAnnotation] == in.nr.Name && n.Spec.Unschedulable && hasTaint(n) {
@@ -41,20 +42,24 @@ func (r *remediationReconciler) cordon(ctx context.Context, in *incident) error 
 	})
 }
 
-// patchNode applies change to the node with optimistic concurrency (the
-// taint list has no merge key, so a blind patch could drop someone else's
-// taint). Kubelet and kwok heartbeats bump the node's resourceVersion all
-// the time; on a conflict the node is read again from the API server and
-// the change applied again, without a trip through the work queue.
+// patchNode applies change to the node with a JSON patch that tests the
+// fields the change depends on (cordonPatch). When they moved since the
+// node was read, it is read again from the API server and the change
+// applied again, without a trip through the work queue.
 func (r *remediationReconciler) patchNode(ctx context.Context, in *incident, change func(*corev1.Node) bool) error {
 	n := in.node
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	stale := func(err error) bool { return apierrors.IsInvalid(err) || apierrors.IsConflict(err) }
+	return retry.OnError(retry.DefaultRetry, stale, func() error {
 		orig := n.DeepCopy()
 		if !change(n) {
 			return nil
 		}
-		err := r.client.Patch(ctx, n, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-		if apierrors.IsConflict(err) {
+		patch, err := cordonPatch(orig, n)
+		if err != nil {
+			return err
+		}
+		err = r.client.Patch(ctx, n, client.RawPatch(types.JSONPatchType, patch))
+		if stale(err) {
 			nodePatchConflicts.Inc()
 			key := client.ObjectKeyFromObject(n)
 			*n = corev1.Node{} // decoding into a used object would merge its maps

@@ -35,7 +35,7 @@ var (
 	}, []string{"action"})
 	nodePatchConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gpuheal_node_patch_conflicts_total",
-		Help: "Cordon and uncordon patches refused because the node changed since it was read (each is read again and retried).",
+		Help: "Cordon and uncordon patches refused because the node's taints or cordon changed since it was read (each is read again and retried).",
 	})
 )
 
