@@ -354,7 +354,7 @@ func (f *simFleet) start(ctx context.Context, n *kubeNode) error {
 	o.KmsgPath = logPath
 	o.StateDir = "" // a new boot starts a new log; nothing to resume
 	o.PushGateway = ""
-	o.source = &closingSource{Source: node, extra: logFile}
+	o.source = &closingSource{Source: newSMIChaosSource(node, f.dir, name, f.opts), extra: logFile}
 	o.kube = f.kube
 	o.publishMetrics = func(h http.Handler) { a.metrics.Store(&h) }
 

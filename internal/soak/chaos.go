@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/gpuheal/gpuheal/internal/agent"
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
 )
 
@@ -35,10 +37,11 @@ const (
 	chaosProviderThrot  = "provider throttling"
 	chaosAuditDiskFull  = "audit disk full"
 	chaosGarbageKmsg    = "malformed kernel-log lines"
+	chaosBrokenSMI      = "broken nvidia-smi output"
 )
 
 var chaosActions = []string{chaosKillController, chaosKillController, chaosRestartAgents, chaosAPIOutage,
-	chaosProviderFail, chaosProviderThrot, chaosAuditDiskFull, chaosGarbageKmsg}
+	chaosProviderFail, chaosProviderThrot, chaosAuditDiskFull, chaosGarbageKmsg, chaosBrokenSMI}
 
 func newChaos(r *run) *chaosMonkey {
 	return &chaosMonkey{r: r, rng: rand.New(rand.NewPCG(uint64(r.opts.Seed), 0xc4a05)), counts: map[string]int{}} //nolint:gosec // a reproducible simulation
@@ -175,6 +178,8 @@ func (m *chaosMonkey) act(ctx context.Context, action string) error {
 		return nil
 	case chaosGarbageKmsg:
 		return m.garbageKmsg()
+	case chaosBrokenSMI:
+		return m.brokenSMI(ctx)
 	}
 	return fmt.Errorf("unknown chaos action %q", action)
 }
@@ -212,4 +217,49 @@ func (m *chaosMonkey) garbageKmsg() error {
 	}
 	m.note("appended %d malformed kernel-log lines", n)
 	return nil
+}
+
+// brokenSMIOutputs are what a damaged nvidia-smi prints: XML cut off
+// mid-document, the driver's own complaint, nothing at all (it exits
+// non-zero), and noise.
+var brokenSMIOutputs = []string{
+	"<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM \"nvsmi_device_v12.dtd\">\n<nvidia_smi_log>\n" +
+		"\t<driver_version>550.54.15</driver_version>\n\t<attached_gpus>8</attached_gpus>\n" +
+		"\t<gpu id=\"00000000:18:00.0\">\n\t\t<product_name>NVIDIA H100 80GB HBM3</product_name>\n\t\t<fb_memory_usage>\n\t\t\t<total>81559 Mi",
+	"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. " +
+		"Make sure that the latest NVIDIA driver is installed and running.\n",
+	"",
+	"\x00\x01<nvidia_smi_log>\xff\xfe<gpu id=\"zz\"><<<>>>",
+}
+
+// brokenSMI makes a few agents read broken nvidia-smi output for 10–40 s,
+// shorter than the minute the default rules wait before an unreadable
+// driver counts as a fault: a damaged read alone must not start a repair.
+func (m *chaosMonkey) brokenSMI(ctx context.Context) error {
+	dir := filepath.Join(m.r.simFleetDir(), agent.SMIChaosDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files, err := filepath.Glob(filepath.Join(m.r.simFleetDir(), "*.kmsg"))
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	var nodes []string
+	for range 1 + m.rng.IntN(3) {
+		node, _, _ := strings.Cut(filepath.Base(files[m.rng.IntN(len(files))]), ".")
+		out := brokenSMIOutputs[m.rng.IntN(len(brokenSMIOutputs))]
+		if err := os.WriteFile(filepath.Join(dir, node), []byte(out), 0o644); err != nil {
+			return err
+		}
+		nodes = append(nodes, node)
+	}
+	d := 10*time.Second + time.Duration(m.rng.Int64N(int64(30*time.Second)))
+	m.note("broken nvidia-smi output on %s for %s", strings.Join(nodes, ", "), d.Round(time.Second))
+	hold(ctx, d)
+	return clearSMIChaos(m.r.simFleetDir())
+}
+
+// clearSMIChaos gives every agent its GPUs back.
+func clearSMIChaos(fleetDir string) error {
+	return os.RemoveAll(filepath.Join(fleetDir, agent.SMIChaosDir))
 }
