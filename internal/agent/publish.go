@@ -240,7 +240,7 @@ func patchConditions(ctx context.Context, c rest.Interface, node string, conds [
 		}
 		list = append(list, nodeCondition{
 			Type:               s.Type,
-			Status:             string(s.Status),
+			Status:             s.Status,
 			Reason:             reasonOrDefault(s),
 			Message:            msg,
 			LastHeartbeatTime:  metav1.NewTime(now),
