@@ -23,8 +23,8 @@ type jsonPatchOp struct {
 // the unschedulable flag differ from what was read, so a taint someone
 // added meanwhile is never dropped (the list has no merge key). Heartbeats
 // change only the status, so unlike a resourceVersion precondition they
-// do not make the cordon fail and cost two more round trips: on a
-// 5,000-node fleet those retries were the slow tail of the cordon.
+// do not make the cordon fail and cost two more round trips (a read and
+// a second patch) on a fleet whose nodes heartbeat all the time.
 func cordonPatch(orig, changed *corev1.Node) ([]byte, error) {
 	ops := []jsonPatchOp{
 		// An absent field tests equal to null (an empty list or false is
