@@ -132,10 +132,7 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 		rec.Provider, rec.Reason, rec.Message, rec.Severity = prov.Name(), string(action), req.Error, audit.SeverityWarning
 		r.audit.write(ctx, rec)
 	} else {
-		rec := r.audit.record(in, audit.ActionRequested, string(audit.ActionRequested), int(st.Attempts))
-		rec.Provider, rec.RequestID, rec.Action, rec.Reason = prov.Name(), req.RequestID, string(action), string(action)
-		rec.Message = fmt.Sprintf("%s requested from %s", action, prov.Name())
-		r.audit.write(ctx, rec)
+		r.audit.write(ctx, r.audit.actionRequested(in, req))
 	}
 	switch {
 	case errors.Is(err, provider.ErrUnsupported) && action == v1alpha1.ActionReboot:

@@ -2,6 +2,7 @@ package remediation
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"time"
 
@@ -86,6 +87,27 @@ func (a auditor) phaseEntered(ctx context.Context, in *incident, phase v1alpha1.
 		rec.Duration = time.Since(prevSince)
 	}
 	a.write(ctx, rec)
+}
+
+// detectedRecord is the first record of an incident: the condition that
+// opened it.
+func detectedRecord(spec v1alpha1.NodeRemediationSpec, name string, dryRun bool, at time.Time) audit.Record {
+	t := spec.Trigger
+	return audit.Record{
+		Key: audit.Key(name, string(audit.Detected), 0), Time: at, Incident: name, Node: spec.NodeName,
+		Policy: spec.PolicyName, Kind: audit.Detected, Reason: t.Reason, Severity: audit.SeverityCritical,
+		Message: fmt.Sprintf("%s=%s since %s: %s", t.Type, t.Status, t.Since.UTC().Format(time.RFC3339), t.Message),
+		GPUs:    gpuUUIDs(t.Message), DryRun: dryRun,
+	}
+}
+
+// actionRequested records a provider request that was accepted.
+func (a auditor) actionRequested(in *incident, req v1alpha1.ProviderRequest) audit.Record {
+	rec := a.record(in, audit.ActionRequested, string(audit.ActionRequested), int(req.Attempt))
+	rec.Time = req.Time.Time
+	rec.Provider, rec.RequestID, rec.Action, rec.Reason = req.Provider, req.RequestID, string(req.Action), string(req.Action)
+	rec.Message = fmt.Sprintf("%s requested from %s", req.Action, req.Provider)
+	return rec
 }
 
 var gpuUUID = regexp.MustCompile(`GPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}`)

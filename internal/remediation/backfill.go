@@ -121,65 +121,46 @@ const rebuiltNote = "rebuilt from the NodeRemediation status after the original 
 // reconcilers use. Steps the status keeps no trace of (held, blocked
 // evictions, escalations, provider errors) are not rebuilt.
 func expectedRecords(nr *v1alpha1.NodeRemediation) []audit.Record {
+	var a auditor
+	in := &incident{nr: nr}
 	st := &nr.Status
-	base := audit.Record{
-		Incident: nr.Name, Node: nr.Spec.NodeName, Policy: nr.Spec.PolicyName,
-		Action: string(st.Action), GPUs: gpuUUIDs(nr.Spec.Trigger.Message),
-		Severity: audit.SeverityInfo, DryRun: st.DryRun,
-	}
-	t := nr.Spec.Trigger
-	detected := base
-	detected.Key = audit.Key(nr.Name, string(audit.Detected), 0)
-	detected.Time, detected.Kind, detected.Reason = nr.CreationTimestamp.Time, audit.Detected, t.Reason
-	detected.Action, detected.Severity = "", audit.SeverityCritical
-	detected.Message = fmt.Sprintf("%s=%s since %s: %s; %s", t.Type, t.Status, t.Since.UTC().Format(time.RFC3339), t.Message, rebuiltNote)
+	detected := detectedRecord(nr.Spec, nr.Name, st.DryRun, nr.CreationTimestamp.Time)
+	detected.Message = join(detected.Message, rebuiltNote)
 	out := []audit.Record{detected}
 
 	for i, p := range st.Phases {
-		var kind audit.Kind
-		switch {
-		case p.Phase == v1alpha1.PhasePending && i == 0:
-			kind = audit.Decided
-		default:
-			k, ok := phaseKinds[p.Phase]
-			if !ok {
-				continue
-			}
-			kind = k
+		kind, ok := phaseKinds[p.Phase]
+		n := i + 1 // phaseEntered counts the phase just appended
+		if p.Phase == v1alpha1.PhasePending && i == 0 {
+			kind, ok, n = audit.Decided, true, 0
 		}
-		r := base
-		r.Kind, r.Phase, r.Time = kind, string(p.Phase), p.Time.Time
-		r.Key = audit.Key(nr.Name, string(kind), i+1)
-		if kind == audit.Decided {
-			r.Key = audit.Key(nr.Name, string(kind), 0)
+		if !ok {
+			continue
 		}
+		r := a.record(in, kind, string(kind), n)
+		r.Time, r.Phase, r.Reason, r.Message = p.Time.Time, string(p.Phase), "", join(p.Message, rebuiltNote)
 		if p.Phase.Terminal() {
-			r.Duration = p.Time.Sub(t.Since.Time)
+			r.Duration = p.Time.Sub(nr.Spec.Trigger.Since.Time)
 			r.Reason = st.Reason
 			if p.Phase == v1alpha1.PhaseFailed {
 				r.Severity = audit.SeverityCritical
 			}
 		}
-		r.Message = join(p.Message, rebuiltNote)
 		out = append(out, r)
 	}
 	// The status keeps no time per eviction; the drain's start bounds it.
 	drainStart := enteredAt(nr, v1alpha1.PhaseDraining)
 	for _, pod := range st.EvictedPods {
-		r := base
-		r.Kind, r.Pod, r.Key, r.Time = audit.Evicted, pod, audit.Key(nr.Name, "evict/"+pod, 0), drainStart
-		r.Phase, r.Message = string(v1alpha1.PhaseDraining), rebuiltNote
+		r := a.record(in, audit.Evicted, "evict/"+pod, 0)
+		r.Pod, r.Time, r.Phase, r.Reason, r.Message = pod, drainStart, string(v1alpha1.PhaseDraining), "", rebuiltNote
 		out = append(out, r)
 	}
 	for _, req := range st.ProviderRequests {
-		if req.Error != "" {
-			continue
+		if req.Error == "" {
+			r := a.actionRequested(in, req)
+			r.Message = join(r.Message, rebuiltNote)
+			out = append(out, r)
 		}
-		r := base
-		r.Kind, r.Key, r.Time = audit.ActionRequested, audit.Key(nr.Name, string(audit.ActionRequested), int(req.Attempt)), req.Time.Time
-		r.Provider, r.RequestID, r.Action, r.Reason = req.Provider, req.RequestID, string(req.Action), string(req.Action)
-		r.Message = join(fmt.Sprintf("%s requested from %s", req.Action, req.Provider), rebuiltNote)
-		out = append(out, r)
 	}
 	return out
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/audit"
 )
 
 // PolicyLabel on a NodeRemediation names its policy, for listing.
@@ -84,12 +82,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	// remediation reconciler may take the incident up (and record its
 	// decision) before this call returns. The key makes a retry after a
 	// failed create write it once.
-	r.audit.write(ctx, audit.Record{
-		Key: audit.Key(name, string(audit.Detected), 0), Time: r.clock.Now(), Incident: name, Node: node.Name,
-		Policy: p.Name, Kind: audit.Detected, Reason: t.Reason, Severity: audit.SeverityCritical,
-		Message: fmt.Sprintf("%s=%s since %s: %s", t.Type, t.Status, t.Since.UTC().Format(time.RFC3339), t.Message),
-		GPUs:    gpuUUIDs(t.Message), DryRun: p.Spec.DryRun,
-	})
+	r.audit.write(ctx, detectedRecord(nr.Spec, name, p.Spec.DryRun, r.clock.Now()))
 	if err := r.client.Create(ctx, nr); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return ctrl.Result{}, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // jsonPatchOp is one RFC 6902 operation.
@@ -32,7 +33,7 @@ func cordonPatch(orig, changed *corev1.Node) ([]byte, error) {
 		{Op: "test", Path: "/spec/taints", Value: orNil(orig.Spec.Taints)},
 		{Op: "test", Path: "/spec/unschedulable", Value: orFalseNil(orig.Spec.Unschedulable)},
 	}
-	if !taintsEqual(orig.Spec.Taints, changed.Spec.Taints) {
+	if !equality.Semantic.DeepEqual(orig.Spec.Taints, changed.Spec.Taints) {
 		if len(changed.Spec.Taints) == 0 {
 			ops = append(ops, jsonPatchOp{Op: "remove", Path: "/spec/taints"})
 		} else {
@@ -72,18 +73,6 @@ func orNil(t []corev1.Taint) any {
 func orFalseNil(b bool) any {
 	if !b {
 		return nil
-	}
-	return true
-}
-
-func taintsEqual(a, b []corev1.Taint) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !a[i].MatchTaint(&b[i]) || a[i].Value != b[i].Value || !a[i].TimeAdded.Equal(b[i].TimeAdded) {
-			return false
-		}
 	}
 	return true
 }

@@ -195,9 +195,15 @@ var garbageLines = []string{
 	"6,13,100,-;NVRM: Xid (PCI:0000:18:00): 79999999999999999999, pid='<unknown>', name=<unknown>",
 }
 
+// kernelLogs are the live agents' kernel-log files, named
+// <node>.<nonce>.<boot>.kmsg by the sim fleet.
+func (m *chaosMonkey) kernelLogs() ([]string, error) {
+	return filepath.Glob(filepath.Join(m.r.simFleetDir(), "*.kmsg"))
+}
+
 // garbageKmsg appends malformed lines to a few agents' kernel logs.
 func (m *chaosMonkey) garbageKmsg() error {
-	files, err := filepath.Glob(filepath.Join(m.r.simFleetDir(), "*.kmsg"))
+	files, err := m.kernelLogs()
 	if err != nil || len(files) == 0 {
 		return err
 	}
@@ -240,7 +246,7 @@ func (m *chaosMonkey) brokenSMI(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	files, err := filepath.Glob(filepath.Join(m.r.simFleetDir(), "*.kmsg"))
+	files, err := m.kernelLogs()
 	if err != nil || len(files) == 0 {
 		return err
 	}

@@ -268,7 +268,8 @@ func auditComplete(ctx context.Context, path string, rems []gpuhealv1.NodeRemedi
 	return inv, nil
 }
 
-// growthBound is how much a process may grow over its life: a quarter of
+// growth is a process life's RSS and goroutines at its start and end,
+// judged by how much it may grow over its life: a quarter of
 // its resident memory plus 16 MiB, a fifth of its goroutines plus 25.
 // Caches fill and settle within these; a leak per incident or per
 // reconnect does not stay inside them over an hour.
@@ -283,7 +284,6 @@ type growth struct {
 	routinesFrom, routinesTo int
 	rssMax                   int64
 	routinesMax              int
-	samples                  int
 }
 
 // minGrowthSamples: a life shorter than 40 s of samples (every 5 s) is too short
@@ -291,7 +291,7 @@ type growth struct {
 const minGrowthSamples = 8
 
 func growthOf(samples []processSample) growth {
-	g := growth{samples: len(samples)}
+	var g growth
 	third := max(len(samples)/3, 1)
 	median := func(part []processSample) (int64, int) {
 		rss := make([]int64, len(part))
@@ -335,7 +335,7 @@ func noGrowth(fps map[int]*footprint) Invariant {
 		ok := g.within()
 		inv.OK = inv.OK && ok
 		parts = append(parts, fmt.Sprintf("%s pid %d: RSS %.1f→%.1f MiB (max %.1f), goroutines %d→%d (max %d) over %d samples%s",
-			f.name, pid, mib(g.rssFrom), mib(g.rssTo), mib(g.rssMax), g.routinesFrom, g.routinesTo, g.routinesMax, g.samples,
+			f.name, pid, mib(g.rssFrom), mib(g.rssTo), mib(g.rssMax), g.routinesFrom, g.routinesTo, g.routinesMax, len(f.samples),
 			map[bool]string{true: "", false: " OVER"}[ok]))
 	}
 	if short > 0 {

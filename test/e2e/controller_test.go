@@ -47,14 +47,9 @@ func TestControllerBinaryRecordsAndServesAudit(t *testing.T) {
 	if err := env.Client.Create(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
-	ctrlBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
 	cli := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal", "gpuheal")
-	metricsPort, healthPort := freePort(t), freePort(t)
-	db := t.TempDir() + "/audit.db"
-	startProcess(t, ctrlBin, "--kubeconfig="+env.Kubeconfig, "--leader-elect=false", "--providers=kwok,none",
-		"--kwok-boot-delay=2s", "--poll-interval=200ms", "--score-interval=200ms", "--audit-sqlite-path="+db,
-		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort))
-	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), time.Minute)
+	metricsPort := startControllerBinary(t, env.Kubeconfig, "--kwok-boot-delay=2s", "--poll-interval=200ms",
+		"--score-interval=200ms", "--audit-sqlite-path="+t.TempDir()+"/audit.db")
 
 	node := names[0]
 	breakNode(ctx, t, env.Client, node)

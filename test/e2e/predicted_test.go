@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,12 +62,7 @@ func TestPredictedFailureDrainsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctrlBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
-	metricsPort, healthPort := freePort(t), freePort(t)
-	startProcess(t, ctrlBin, "--kubeconfig="+env.Kubeconfig, "--leader-elect=false", "--providers=kwok,none",
-		"--poll-interval=200ms", "--audit-sink=none",
-		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort))
-	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), time.Minute)
+	startControllerBinary(t, env.Kubeconfig, "--poll-interval=200ms", "--audit-sink=none")
 
 	dir := t.TempDir()
 	kernelLog := filepath.Join(dir, "kmsg")

@@ -71,6 +71,21 @@ func startClusterAgent(t testing.TB, node, kubeconfig, kernelLog, stateDir strin
 	return startProcess(t, agentBin, args...), fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 }
 
+// startControllerBinary runs gpuheal-controller as shipped, without leader
+// election and with the kwok and none providers, until the test ends;
+// extra flags are appended. It returns once the controller is ready, with
+// the port of its metrics (and audit API) server.
+func startControllerBinary(t testing.TB, kubeconfig string, extra ...string) (metricsPort int) {
+	t.Helper()
+	bin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
+	metricsPort, healthPort := freePort(t), freePort(t)
+	args := append([]string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--providers=kwok,none",
+		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort)}, extra...)
+	startProcess(t, bin, args...)
+	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), time.Minute)
+	return metricsPort
+}
+
 // pollUntil calls done every 50 ms until it reports true; the test fails
 // with what when ctx ends first.
 func pollUntil(ctx context.Context, t testing.TB, what string, done func() bool) {
