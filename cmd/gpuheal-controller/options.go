@@ -45,7 +45,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&m.Burst, "kube-api-burst", 200, "API request burst the controller may make")
 	fs.StringVar(&m.NodeSelector, "node-selector", remediation.DefaultNodeSelector, "label selector of the nodes to watch (only these are cached)")
 	fs.DurationVar(&c.Poll, "poll-interval", remediation.DefaultPoll, "how often waiting steps (drains, verification, held incidents) look again")
-	fs.IntVar(&c.Workers, "workers", 8, "concurrent reconciles per controller")
+	fs.IntVar(&c.Workers, "workers", 32, "concurrent reconciles per controller (incidents mostly wait on API calls)")
 	fs.StringVar(&providers, "providers", "aws,karpenter,clusterapi,none", "providers policies may use; kwok (a simulated cloud that deletes and creates Node objects) only for tests and the demo")
 	fs.DurationVar(&p.Kwok.BootDelay, "kwok-boot-delay", 90*time.Second, "kwok provider: how long a replacement node takes to boot")
 	fs.DurationVar(&p.Kwok.RebootDelay, "kwok-reboot-delay", 30*time.Second, "kwok provider: how long a reboot keeps a node NotReady")

@@ -91,7 +91,7 @@ func appendLines(t *testing.T, path string, lines ...string) {
 }
 
 // metricValue scrapes url and returns the value of the series, 0 if absent.
-func metricValue(t *testing.T, url, series string) float64 {
+func metricValue(t testing.TB, url, series string) float64 {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
