@@ -38,6 +38,7 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.StringVar(&o.PushGateway, "push-gateway", "", "Prometheus Pushgateway URL to push metrics to (optional)")
 	fs.DurationVar(&o.PushInterval, "push-interval", 30*time.Second, "how often to push to the Pushgateway")
 	fs.IntVar(&o.GCPercent, "gc-percent", defaultGCPercent, "garbage collector target percentage, as GOGC (which wins when set)")
+	fs.BoolVar(&o.ReturnMemory, "return-memory", true, "after each collection, return the memory it freed to the OS at once (a forced GC per interval)")
 	fs.BoolVar(&o.Standalone, "standalone", false, "run without Kubernetes: serve metrics only")
 	fs.BoolVar(&o.Once, "once", false, "with --standalone: print one snapshot and exit")
 	fs.StringVarP(&o.Output, "output", "o", "text", "snapshot format for --once: json or text")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
@@ -28,6 +29,8 @@ type collector struct {
 	beforeExport func(*gpu.NodeSnapshot)
 	log          *slog.Logger
 	now          func() time.Time
+	// returnMemory: see Options.ReturnMemory.
+	returnMemory bool
 }
 
 // collectOnce reads the GPUs and the host, updates the exporter and returns
@@ -76,6 +79,13 @@ func (c *collector) run(ctx context.Context, interval time.Duration) {
 	for {
 		if _, err := c.collectOnce(ctx, interval); err != nil && ctx.Err() == nil {
 			c.log.Warn("collection failed", "err", err)
+		}
+		if c.returnMemory {
+			// A collection allocates ~2 MB that is garbage once the
+			// metrics are encoded, and the agent then idles for the rest
+			// of the interval: return those pages now rather than let
+			// the scavenger do it over minutes (docs/benchmarks.md).
+			debug.FreeOSMemory()
 		}
 		select {
 		case <-ctx.Done():

@@ -58,6 +58,11 @@ type Options struct {
 	// cmd/gpuheal-agent sets for the process unless GOGC is in the
 	// environment.
 	GCPercent int
+	// ReturnMemory hands the memory a collection freed back to the OS
+	// right after it (debug.FreeOSMemory): a forced collection per
+	// interval, ~0.05 % of a core, for ~1.5 MiB less resident between
+	// collections than the runtime's gradual scavenger leaves.
+	ReturnMemory bool
 
 	// Standalone runs without Kubernetes: metrics only (or one snapshot
 	// with Once).

@@ -59,6 +59,7 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 		exp:          exp,
 		log:          log,
 		now:          time.Now,
+		returnMemory: o.ReturnMemory,
 	}
 
 	if o.Once {

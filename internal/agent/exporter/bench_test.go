@@ -45,6 +45,7 @@ func BenchmarkScrape8GPU(b *testing.B) {
 			}
 			slices.Sort(took)
 			b.ReportMetric(float64(took[len(took)/2])/float64(time.Millisecond), "p50-ms")
+			b.ReportMetric(float64(body.Len()), "body-bytes")
 		})
 	}
 }
