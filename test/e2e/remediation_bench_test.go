@@ -84,6 +84,10 @@ func BenchmarkRemediationFleet(b *testing.B) {
 		nodes = v
 	}
 	const failures, maxParallel, minDuration = 50, 50, 10 * time.Second
+	if failures*5 > nodes { // the policy's default maxUnhealthy is 20 %
+		b.Fatalf("GPUHEAL_BENCH_NODES=%d: phase 1's %d failures would open the breaker (maxUnhealthy 20%%); use at least %d nodes",
+			nodes, failures, failures*5)
+	}
 	env := testenv.ForTest(b, testenv.Options{Kwok: true, Scheme: benchScheme(b)})
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
@@ -210,11 +214,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 			b.Log(err)
 		}
 	}
-	for _, line := range strings.Split(metricsText, "\n") {
-		if strings.HasPrefix(line, "gpuheal_node_patch_conflicts_total ") {
-			b.Logf("cordon/uncordon patches that met a conflict so far: %s", strings.TrimPrefix(line, "gpuheal_node_patch_conflicts_total "))
-		}
-	}
+	b.Logf("cordon/uncordon patches that met a conflict so far: %.0f", metricValue(b, metricsURL, "gpuheal_node_patch_conflicts_total"))
 	// A reconcile that waits in its queue for a free worker is time the
 	// cordon loses; with 8 workers per controller it was most of the tail.
 	for _, name := range []string{"node", "noderemediation"} {
