@@ -17,6 +17,7 @@ func readHealth(s *session, h nvml.Device, g *gpu.GPUSnapshot) {
 	readPCIe(s, h, g)
 	readModes(s, h, g)
 	g.NVLink = readNVLinks(s, h)
+	readFabric(s, h, g)
 }
 
 func readTelemetry(s *session, h nvml.Device, g *gpu.GPUSnapshot) {
@@ -79,6 +80,9 @@ func readModes(s *session, h nvml.Device, g *gpu.GPUSnapshot) {
 		return current, ret
 	}); ok {
 		g.MIGEnabled = gpu.Bool(m == nvml.DEVICE_MIG_ENABLE)
+		if m == nvml.DEVICE_MIG_ENABLE {
+			g.MIGDevices = readMIGDevices(s, h)
+		}
 	}
 }
 

@@ -161,8 +161,23 @@ func (f *fixture) answer(d *server.Device, i int) {
 	d.GetNvLinkErrorCounterFunc = func(l int, c nvml.NvLinkErrorCounter) (uint64, nvml.Return) {
 		return nvlinkValue(i, l, c), nvml.SUCCESS
 	}
+	d.GetGpuFabricInfoFunc = func() (nvml.GpuFabricInfo, nvml.Return) {
+		return fabricInfo(i), nvml.SUCCESS
+	}
 	d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) { return nvml.EventTypeAll, nvml.SUCCESS }
 	d.RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.SUCCESS }
+}
+
+// fabricInfo: GPU 5 is still registering with the NVLink fabric, GPU 6's
+// registration failed, the others completed.
+func fabricInfo(i int) nvml.GpuFabricInfo {
+	switch i {
+	case 5:
+		return nvml.GpuFabricInfo{State: nvml.GPU_FABRIC_STATE_IN_PROGRESS}
+	case 6:
+		return nvml.GpuFabricInfo{State: nvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(nvml.ERROR_INSUFFICIENT_RESOURCES)}
+	}
+	return nvml.GpuFabricInfo{State: nvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(nvml.SUCCESS)}
 }
 
 func eccValue(i int, t nvml.MemoryErrorType, c nvml.EccCounterType) uint64 {
@@ -220,6 +235,14 @@ func (f *fixture) want(i int) gpu.GPUSnapshot {
 		},
 		PersistenceMode: gpu.Bool(true),
 		MIGEnabled:      gpu.Bool(false),
+		FabricState:     "Completed",
+		FabricStatus:    "Success",
+	}
+	switch i {
+	case 5:
+		g.FabricState, g.FabricStatus = "In Progress", ""
+	case 6:
+		g.FabricStatus = nvml.ERROR_INSUFFICIENT_RESOURCES.Error()
 	}
 	action := gpu.RecoveryAction(i % 5)
 	g.RecoveryAction = &action

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -133,5 +134,45 @@ func TestFieldFloat(t *testing.T) {
 	}
 	if _, ok := fieldFloat(nvml.FieldValue{ValueType: 99}); ok {
 		t.Error("unknown value type decoded")
+	}
+}
+
+// A GPU in MIG mode lists its MIG devices: the populated slots, numbered
+// in order, with their instance ids and memory; empty slots are skipped
+// without an error, and GPUs not in MIG mode are not asked.
+func TestMIGDevices(t *testing.T) {
+	f := newH100(t)
+	d := f.dev(2)
+	d.MigMode = nvml.DEVICE_MIG_ENABLE
+	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
+	d.GetMigDeviceHandleByIndexFunc = func(slot int) (nvml.Device, nvml.Return) {
+		if slot != 0 && slot != 3 {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		return &mock.Device{
+			GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return 10 + slot, nvml.SUCCESS },
+			GetComputeInstanceIdFunc: func() (int, nvml.Return) { return 0, nvml.SUCCESS },
+			GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+				return nvml.Memory{Used: uint64(slot+1) << 20, Total: 20 << 30}, nvml.SUCCESS
+			},
+		}, nvml.SUCCESS
+	}
+	snap, err := newSource(t, f.options()).Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := f.want(2)
+	want.MIGEnabled = gpu.Bool(true)
+	want.MIGDevices = []gpu.MIGDevice{
+		{Index: 0, GPUInstanceID: 10, MemoryUsedBytes: gpu.U64(1 << 20), MemoryTotalBytes: gpu.U64(20 << 30)},
+		{Index: 1, GPUInstanceID: 13, MemoryUsedBytes: gpu.U64(4 << 20), MemoryTotalBytes: gpu.U64(20 << 30)},
+	}
+	if diff := cmp.Diff(want, snap.GPUs[2], cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("GPU 2 in MIG mode (-want +got):\n%s", diff)
+	}
+	for _, g := range snap.GPUs {
+		if g.Index != 2 && (len(g.MIGDevices) != 0 || len(g.Errors) != 0) {
+			t.Errorf("GPU %d not in MIG mode: MIG devices %v, errors %v", g.Index, g.MIGDevices, g.Errors)
+		}
 	}
 }
