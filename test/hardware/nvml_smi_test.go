@@ -52,6 +52,7 @@ func TestNVMLAndSMIAgree(t *testing.T) {
 		for _, f := range []struct{ name, nv, smi string }{
 			{"uuid", x.UUID, y.UUID}, {"pci", x.PCIBusID, y.PCIBusID}, {"name", x.Name, y.Name},
 			{"serial", x.Serial, y.Serial}, {"vbios", x.VBIOS, y.VBIOS},
+			{"fabric state", x.FabricState, y.FabricState}, {"fabric status", x.FabricStatus, y.FabricStatus},
 		} {
 			if f.nv != f.smi {
 				t.Errorf("gpu %d %s: nvml %q, smi %q", i, f.name, f.nv, f.smi)
@@ -63,6 +64,9 @@ func TestNVMLAndSMIAgree(t *testing.T) {
 		sameU64(t, i, "pcie width max", x.PCIe.LinkWidthMax, y.PCIe.LinkWidthMax)
 		if (x.RemappedRows == nil) != (y.RemappedRows == nil) {
 			t.Errorf("gpu %d remapped rows: nvml %v, smi %v", i, x.RemappedRows, y.RemappedRows)
+		}
+		if len(x.MIGDevices) != len(y.MIGDevices) {
+			t.Errorf("gpu %d MIG devices: nvml %d, smi %d", i, len(x.MIGDevices), len(y.MIGDevices))
 		}
 		if (x.RecoveryAction == nil) != (y.RecoveryAction == nil) {
 			t.Errorf("gpu %d recovery action supported: nvml %v, smi %v", i, x.RecoveryAction, y.RecoveryAction)
