@@ -37,17 +37,18 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect sends the series rendered by the last Update; it never waits on
-// a GPU. The const metrics are made here rather than kept from Update:
-// Collect runs once per Update (the scrape cache encodes its result), and
-// ~1,000 const metrics with their label pairs would hold 0.7 MB of heap
-// between Updates that the compact form holds in 0.1 MB.
+// a GPU. The metrics are made here rather than kept from Update: Collect
+// runs once per Update (the scrape cache encodes its result), and ~1,000
+// const metrics with their label pairs would hold 0.7 MB of heap between
+// Updates that the compact form holds in 0.1 MB.
 func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	r := e.metrics.Load()
 	if r == nil {
 		return
 	}
-	for _, s := range r.series {
-		ch <- prometheus.MustNewConstMetric(s.d, s.t, s.v, r.labels[s.off:s.off+uint32(s.n)]...)
+	for i := range r.series {
+		s := &r.series[i]
+		ch <- sample{s: s, values: r.labels[s.off : s.off+uint32(s.n)], names: e.d.labels[s.d]}
 	}
 }
 

@@ -13,6 +13,9 @@ const nGPULabels = 4 // len(gpuLabels)
 // describes each metric and where it comes from.
 type descs struct {
 	all []*prometheus.Desc // for Describe
+	// labels holds each descriptor's label names in the sorted order the
+	// exposition wants, for the samples Collect sends (sample.go).
+	labels map[*prometheus.Desc]*sortedLabels
 
 	gpuInfo, missing                                *prometheus.Desc
 	util, memUtil, memUsed, memTotal                *prometheus.Desc
@@ -31,10 +34,11 @@ type descs struct {
 }
 
 func newDescs() *descs {
-	d := &descs{}
+	d := &descs{labels: map[*prometheus.Desc]*sortedLabels{}}
 	desc := func(name, help string, labels []string) *prometheus.Desc {
 		pd := prometheus.NewDesc("gpuheal_"+name, help, labels, nil)
 		d.all = append(d.all, pd)
+		d.labels[pd] = sortLabels(labels)
 		return pd
 	}
 	g := func(name, help string, extra ...string) *prometheus.Desc {

@@ -1,0 +1,72 @@
+package exporter
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// sortedLabels are a descriptor's label names in name order, with where
+// each one sits among the label values as the descriptor declares them.
+type sortedLabels struct {
+	names []string
+	from  []int
+}
+
+func sortLabels(declared []string) *sortedLabels {
+	from := make([]int, len(declared))
+	for i := range from {
+		from[i] = i
+	}
+	slices.SortFunc(from, func(a, b int) int {
+		switch {
+		case declared[a] < declared[b]:
+			return -1
+		case declared[a] > declared[b]:
+			return 1
+		}
+		return 0
+	})
+	l := &sortedLabels{from: from}
+	for _, i := range from {
+		l.names = append(l.names, declared[i])
+	}
+	return l
+}
+
+// sample is one rendered series as a prometheus.Metric. It does what
+// MustNewConstMetric does, with a tenth of the allocations: label names
+// point into the descriptor's sorted names and values into the rendered
+// label slice, instead of a fresh string pointer for each (client_golang's
+// MakeLabelPairs was a third of all the agent allocated per collection).
+type sample struct {
+	s      *series
+	values []string
+	names  *sortedLabels
+}
+
+func (m sample) Desc() *prometheus.Desc { return m.s.d }
+
+func (m sample) Write(out *dto.Metric) error {
+	if m.names == nil || len(m.names.names) != len(m.values) {
+		return fmt.Errorf("%s: %d label values for its label names", m.s.d, len(m.values))
+	}
+	pairs := make([]dto.LabelPair, len(m.values))
+	out.Label = make([]*dto.LabelPair, len(m.values))
+	for j, i := range m.names.from {
+		p := &pairs[j]
+		p.Name, p.Value = &m.names.names[j], &m.values[i]
+		out.Label[j] = p
+	}
+	switch m.s.t {
+	case prometheus.CounterValue:
+		out.Counter = &dto.Counter{Value: &m.s.v}
+	case prometheus.GaugeValue:
+		out.Gauge = &dto.Gauge{Value: &m.s.v}
+	default:
+		out.Untyped = &dto.Untyped{Value: &m.s.v}
+	}
+	return nil
+}
