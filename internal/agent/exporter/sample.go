@@ -3,6 +3,7 @@ package exporter
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -20,15 +21,7 @@ func sortLabels(declared []string) *sortedLabels {
 	for i := range from {
 		from[i] = i
 	}
-	slices.SortFunc(from, func(a, b int) int {
-		switch {
-		case declared[a] < declared[b]:
-			return -1
-		case declared[a] > declared[b]:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(from, func(a, b int) int { return strings.Compare(declared[a], declared[b]) })
 	l := &sortedLabels{from: from}
 	for _, i := range from {
 		l.names = append(l.names, declared[i])
