@@ -29,11 +29,13 @@ func sortLabels(declared []string) *sortedLabels {
 	return l
 }
 
-// sample is one rendered series as a prometheus.Metric. It does what
-// MustNewConstMetric does, with a tenth of the allocations: label names
-// point into the descriptor's sorted names and values into the rendered
-// label slice, instead of a fresh string pointer for each (client_golang's
-// MakeLabelPairs was a third of all the agent allocated per collection).
+// sample is one rendered series as a prometheus.Metric. It writes what
+// MustNewConstMetric writes, but its label names point into the
+// descriptor's sorted names and its values into the rendered label slice
+// instead of a fresh string pointer each: client_golang's MakeLabelPairs
+// was a third of the bytes the agent allocated per collection, and a
+// collection now makes 8,300 allocations instead of 27,700
+// (BenchmarkUpdate8GPU).
 type sample struct {
 	s      *series
 	values []string
