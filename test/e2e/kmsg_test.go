@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -98,10 +98,14 @@ func metricValue(t testing.TB, url, series string) float64 {
 		return -1
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+	body, _ := io.ReadAll(resp.Body)
+	return seriesValue(string(body), series)
+}
+
+// seriesValue finds the series in Prometheus text, 0 if absent.
+func seriesValue(text, series string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
 			var v float64
 			fmt.Sscan(rest, &v)
 			return v

@@ -205,8 +205,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	report(b, "cordon after min duration (seen through a watch of all nodes)", seen)
 	report(b, "detection to replacement Ready", recover)
 	b.ReportMetric(float64(percentile(cordon, 99).Milliseconds()), "cordon-p99-ms")
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
-	metricsText := scrape(b, metricsURL)
+	metricsText := scrape(b, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
 	// GPUHEAL_BENCH_METRICS_OUT keeps the controller's metrics after the
 	// first phase (work queues, reconcile times, GC) for a closer look.
 	if out := os.Getenv("GPUHEAL_BENCH_METRICS_OUT"); out != "" {
@@ -214,12 +213,12 @@ func BenchmarkRemediationFleet(b *testing.B) {
 			b.Log(err)
 		}
 	}
-	b.Logf("cordon/uncordon patches that met a conflict so far: %.0f", metricValue(b, metricsURL, "gpuheal_node_patch_conflicts_total"))
+	b.Logf("cordon/uncordon patches that met a conflict so far: %.0f", seriesValue(metricsText, "gpuheal_node_patch_conflicts_total"))
 	// A reconcile that waits in its queue for a free worker is time the
 	// cordon loses; with 8 workers per controller it was most of the tail.
 	for _, name := range []string{"node", "noderemediation"} {
-		total := metricValue(b, metricsURL, `workqueue_queue_duration_seconds_count{controller="`+name+`",name="`+name+`"}`)
-		quick := metricValue(b, metricsURL, `workqueue_queue_duration_seconds_bucket{controller="`+name+`",name="`+name+`",le="0.1"}`)
+		total := seriesValue(metricsText, `workqueue_queue_duration_seconds_count{controller="`+name+`",name="`+name+`"}`)
+		quick := seriesValue(metricsText, `workqueue_queue_duration_seconds_bucket{controller="`+name+`",name="`+name+`",le="0.1"}`)
 		b.Logf("%s queue: %.0f of %.0f reconciles waited over 100 ms for a worker", name, total-quick, total)
 	}
 	b.ReportMetric(percentile(recover, 100).Seconds(), "recover-max-s")
