@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,16 +88,16 @@ func appendLines(t *testing.T, path string, lines ...string) {
 	}
 }
 
-// metricValue scrapes url and returns the value of the series, 0 if absent.
+// metricValue scrapes url and returns the value of the series, 0 if absent
+// and -1 when nothing could be scraped, so that a poll for "absent" cannot
+// pass on an unreachable endpoint.
 func metricValue(t testing.TB, url, series string) float64 {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
+	text := scrape(t, url)
+	if text == "" {
 		return -1
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return seriesValue(string(body), series)
+	return seriesValue(text, series)
 }
 
 // seriesValue finds the series in Prometheus text, 0 if absent.
