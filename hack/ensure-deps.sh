@@ -16,6 +16,20 @@ command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 # Headless Chromium loads the controller's status page in its tests.
 command -v chromium >/dev/null || need+=(chromium)
+# The one-node cluster of the install test and `make images`: a real
+# container runtime (containerd + runc) with the CNI plugins for the kubelet,
+# dockerd to build images, debootstrap for the locally made base images,
+# iptables and conntrack for kube-proxy, openssl for the cluster's PKI, and
+# an arm64 cross compiler for the agent's cgo build.
+command -v containerd >/dev/null || need+=(containerd)
+command -v runc >/dev/null || need+=(runc)
+[[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
+command -v dockerd >/dev/null || need+=(docker.io)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v iptables >/dev/null || need+=(iptables)
+command -v conntrack >/dev/null || need+=(conntrack)
+command -v openssl >/dev/null || need+=(openssl)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 
 if ((${#need[@]})); then
   echo ">> installing Debian packages: ${need[*]}"
