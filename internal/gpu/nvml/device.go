@@ -46,7 +46,7 @@ func (src *Source) readGPU(ctx context.Context, d *device) gpu.GPUSnapshot {
 		if !d.idComplete {
 			d.readIdentity(s)
 		}
-		readHealth(s, d.handle, &g)
+		readHealth(s, d.handle, src.syms, &g)
 	}
 	d.id.fill(&g)
 	g.Missing = s.lost

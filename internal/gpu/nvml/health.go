@@ -10,17 +10,19 @@ import (
 
 // readHealth reads everything that changes. The order puts what the
 // analyzer needs most first, since a call that hangs ends the read.
-func readHealth(s *session, h nvml.Device, g *gpu.GPUSnapshot) {
+func readHealth(s *session, h nvml.Device, syms symbols, g *gpu.GPUSnapshot) {
 	readMemoryHealth(s, h, g)
 	readFields(s, h, g)
-	readTelemetry(s, h, g)
+	readTelemetry(s, h, syms, g)
 	readPCIe(s, h, g)
 	readModes(s, h, g)
 	g.NVLink = readNVLinks(s, h)
-	readFabric(s, h, g)
+	if syms.fabricInfo {
+		readFabric(s, h, g)
+	}
 }
 
-func readTelemetry(s *session, h nvml.Device, g *gpu.GPUSnapshot) {
+func readTelemetry(s *session, h nvml.Device, syms symbols, g *gpu.GPUSnapshot) {
 	if u, ok := get(s, "GetUtilizationRates", h.GetUtilizationRates); ok {
 		g.UtilizationGPUPercent = gpu.F64(float64(u.Gpu))
 		g.UtilizationMemoryPercent = gpu.F64(float64(u.Memory))
@@ -41,22 +43,27 @@ func readTelemetry(s *session, h nvml.Device, g *gpu.GPUSnapshot) {
 	}
 	g.SMClockMHz = clockMHz(s, h, "GetClockInfo(SM)", nvml.CLOCK_SM)
 	g.MemoryClockMHz = clockMHz(s, h, "GetClockInfo(MEM)", nvml.CLOCK_MEM)
-	g.ClockEventReasons = clockEventReasons(s, h)
+	g.ClockEventReasons = clockEventReasons(s, h, syms)
 }
 
 // clockEventReasons falls back to the pre-R535 name of the same bitmask
-// when the library lacks the new symbol.
-func clockEventReasons(s *session, h nvml.Device) *uint64 {
-	const q = "GetCurrentClocksEventReasons"
-	r, ret, answered := call(s, q, h.GetCurrentClocksEventReasons)
-	ok := false
-	switch {
-	case !answered:
-	case ret == nvml.ERROR_FUNCTION_NOT_FOUND:
-		r, ok = get(s, "GetCurrentClocksThrottleReasons", h.GetCurrentClocksThrottleReasons)
-	default:
-		ok = s.check(q, ret, nil)
+// when the library lacks the new symbol, or (a library that checks for
+// itself) answers FUNCTION_NOT_FOUND.
+func clockEventReasons(s *session, h nvml.Device, syms symbols) *uint64 {
+	if syms.clocksEventReasons {
+		const q = "GetCurrentClocksEventReasons"
+		r, ret, answered := call(s, q, h.GetCurrentClocksEventReasons)
+		if !answered {
+			return nil
+		}
+		if ret != nvml.ERROR_FUNCTION_NOT_FOUND {
+			if !s.check(q, ret, nil) {
+				return nil
+			}
+			return gpu.U64(r)
+		}
 	}
+	r, ok := get(s, "GetCurrentClocksThrottleReasons", h.GetCurrentClocksThrottleReasons)
 	if !ok {
 		return nil
 	}

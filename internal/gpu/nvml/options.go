@@ -15,9 +15,15 @@ import (
 
 // Options configure a Source. The zero value is ready to use.
 type Options struct {
-	// Lib is the NVML library; nil means the system's libnvidia-ml.so.1.
-	// Tests pass go-nvml's mock servers.
+	// Lib is the NVML library; nil means libnvidia-ml.so.1, found as
+	// DriverRoot says. Tests pass go-nvml's mock servers.
 	Lib Library
+	// DriverRoot is where the NVIDIA driver's files are: "" or "/" leaves
+	// the search for libnvidia-ml.so.1 to the system's dynamic loader
+	// (LD_LIBRARY_PATH, ld.so.cache); any other directory is searched in
+	// the usual library directories below it (FindLibrary), e.g. the GPU
+	// Operator's driver container at /run/nvidia/driver.
+	DriverRoot string
 	// Clock stamps snapshots and events and times calls out.
 	Clock clock.Clock
 	// CallTimeout bounds one NVML call (default 2s).

@@ -20,6 +20,7 @@ type Library = nvml.Interface
 type Source struct {
 	lib  Library
 	opts Options
+	syms symbols // which of the calls old drivers lack the library has
 
 	mu      sync.Mutex // one snapshot at a time: "events since the last snapshot" needs an order
 	closed  bool
@@ -32,12 +33,21 @@ var _ gpu.Source = (*Source)(nil)
 
 // New initializes NVML and finds the GPUs. It fails, with an error that
 // starts "no NVIDIA GPU found: ", when NVML cannot be used at all: no
-// library, no driver, or no GPU while none was expected.
+// library (none under DriverRoot), no driver, or no GPU while none was
+// expected.
 func New(opts Options) (*Source, error) {
 	opts = opts.withDefaults()
 	lib := opts.Lib
 	if lib == nil {
-		lib = nvml.New()
+		path, err := FindLibrary(opts.DriverRoot)
+		if err != nil {
+			return nil, fmt.Errorf("no NVIDIA GPU found: %w", err)
+		}
+		if path == "" {
+			lib = nvml.New()
+		} else {
+			lib = nvml.New(nvml.WithLibraryPath(path))
+		}
 	}
 	src := &Source{lib: lib, opts: opts}
 
@@ -45,6 +55,7 @@ func New(opts Options) (*Source, error) {
 	if !do(s, "Init", lib.Init) {
 		return nil, noGPU("initializing NVML", s, "Init")
 	}
+	src.syms = lookupSymbols(lib) // needs the library loaded, which Init does
 	s = src.nodeSession(context.Background())
 	count, ok := get(s, "DeviceGetCount", lib.DeviceGetCount)
 	if !ok {
