@@ -27,6 +27,7 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.DurationVar(&o.CallTimeout, "call-timeout", 2*time.Second, "time box of one GPU query (a failing GPU can block NVML for seconds)")
 	fs.IntVar(&o.ExpectedGPUs, "expected-gpus", 0, "GPUs this node should have (0: from the node's nvidia.com/gpu.count label)")
 	fs.StringVar(&o.HostRoot, "host-root", "/", "where the host's / is mounted (for /proc/driver/nvidia and /dev/nvidia*)")
+	fs.StringVar(&o.DriverRoot, "driver-root", "/", "where the NVIDIA driver's files are, for libnvidia-ml.so.1: / for the dynamic loader's search, or a driver tree such as /run/nvidia/driver")
 	fs.StringVar(&o.KmsgPath, "kmsg-path", "/dev/kmsg", "kernel log: the /dev/kmsg device or a file to follow (\"\" turns the monitor off)")
 	fs.DurationVar(&o.KmsgPoll, "kmsg-poll-interval", 200*time.Millisecond, "how often a followed kernel-log file is checked (the device needs no polling)")
 	fs.StringVar(&o.StateDir, "state-dir", "/var/lib/gpuheal", "where the agent keeps its kernel-log position across restarts")

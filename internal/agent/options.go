@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -35,6 +36,12 @@ type Options struct {
 	// HostRoot is where the host's / is mounted (for /proc/driver/nvidia,
 	// /dev/nvidia*); "/" outside a container.
 	HostRoot string
+	// DriverRoot is where the NVIDIA driver's user-space files are, for
+	// the nvml backend's libnvidia-ml.so.1: "/" leaves the search to the
+	// dynamic loader (a driver on the host, or one a container toolkit
+	// injected); another directory, such as the GPU Operator's
+	// /run/nvidia/driver, is searched in its library directories.
+	DriverRoot string
 
 	// KmsgPath is the kernel log: the /dev/kmsg device, or a file to
 	// follow (the sim's log); "" turns the kernel-log monitor off.
@@ -112,6 +119,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CallTimeout <= 0 || o.CallTimeout >= o.Interval {
 		return fmt.Errorf("--call-timeout %v: must be positive and shorter than --interval %v", o.CallTimeout, o.Interval)
+	}
+	if o.DriverRoot != "" && !filepath.IsAbs(o.DriverRoot) {
+		return fmt.Errorf("--driver-root %q: must be an absolute path", o.DriverRoot)
 	}
 	if o.ExpectedGPUs < 0 {
 		return fmt.Errorf("--expected-gpus %d: must be 0 (unknown) or more", o.ExpectedGPUs)

@@ -25,6 +25,7 @@ func TestValidateNamesTheBadOption(t *testing.T) {
 		{"interval", func(o *Options) { o.Interval = 10 * time.Millisecond }, "--interval 10ms"},
 		{"call timeout not shorter than interval", func(o *Options) { o.CallTimeout = 10 * time.Second }, "--call-timeout 10s"},
 		{"expected gpus", func(o *Options) { o.ExpectedGPUs = -1 }, "--expected-gpus -1"},
+		{"driver root relative", func(o *Options) { o.DriverRoot = "run/nvidia/driver" }, `--driver-root "run/nvidia/driver"`},
 		{"once without standalone", func(o *Options) { o.Standalone = false; o.Once = true; o.NodeName = "n" }, "--once needs --standalone"},
 		{"output", func(o *Options) { o.Output = "yaml" }, `--output "yaml"`},
 		{"gc percent", func(o *Options) { o.GCPercent = 0 }, "--gc-percent 0"},

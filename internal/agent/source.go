@@ -30,7 +30,7 @@ func openSource(o *Options) (gpu.Source, error) {
 	case BackendSim:
 		return openSim(o)
 	case BackendNVML:
-		s, err := nvml.New(nvml.Options{CallTimeout: o.CallTimeout, ExpectedGPUs: o.ExpectedGPUs})
+		s, err := nvml.New(nvmlOptions(o))
 		if err != nil {
 			return nil, &noGPUError{reason: "nvml: " + trimNoGPU(err)}
 		}
@@ -38,7 +38,7 @@ func openSource(o *Options) (gpu.Source, error) {
 	case BackendSMI:
 		return openSMI(o)
 	}
-	s, nvmlErr := nvml.New(nvml.Options{CallTimeout: o.CallTimeout, ExpectedGPUs: o.ExpectedGPUs})
+	s, nvmlErr := nvml.New(nvmlOptions(o))
 	if nvmlErr == nil {
 		return s, nil
 	}
@@ -47,6 +47,10 @@ func openSource(o *Options) (gpu.Source, error) {
 		return smiSrc, nil
 	}
 	return nil, &noGPUError{reason: fmt.Sprintf("nvml: %s; smi: %s", trimNoGPU(nvmlErr), trimNoGPU(smiErr))}
+}
+
+func nvmlOptions(o *Options) nvml.Options {
+	return nvml.Options{CallTimeout: o.CallTimeout, ExpectedGPUs: o.ExpectedGPUs, DriverRoot: o.DriverRoot}
 }
 
 func openSMI(o *Options) (gpu.Source, error) {
