@@ -2,7 +2,8 @@
 # Builds the real control plane used by tests and the demo -- kube-apiserver,
 # etcd, kwok, and for the demo's and soak's workloads kube-controller-manager
 # (Deployments, PodDisruptionBudget status, node lifecycle) and
-# kube-scheduler -- from the Go module proxy into bin/. Prebuilt downloads are
+# kube-scheduler; for the one-node cluster (hack/node-cluster.sh) a real
+# kubelet, kube-proxy and kubectl -- from the Go module proxy into bin/. Prebuilt downloads are
 # not reachable here, so everything comes from source pinned in hack/tools/go.mod.
 #
 # The first build takes minutes (kube-apiserver ~8 min on 2 cores from a cold
@@ -19,8 +20,8 @@ k8s_version="v1.37.2"
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${k8s_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
 
 want="$(cat "$tools/go.mod" "$tools/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1) $(go env GOVERSION)"
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$bin/kube-apiserver" && -x "$bin/etcd" && -x "$bin/kwok" && -x "$bin/kube-controller-manager" && -x "$bin/kube-scheduler" && -f "$bin/kwok-stages.yaml" ]]; then
-  echo "control plane up to date in $bin (kube-apiserver ${k8s_version}, kube-controller-manager, kube-scheduler, etcd, kwok)"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$bin/kube-apiserver" && -x "$bin/etcd" && -x "$bin/kwok" && -x "$bin/kube-controller-manager" && -x "$bin/kube-scheduler" && -x "$bin/kubelet" && -x "$bin/kube-proxy" && -x "$bin/kubectl" && -f "$bin/kwok-stages.yaml" ]]; then
+  echo "control plane up to date in $bin (kube-apiserver ${k8s_version}, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl, etcd, kwok)"
   exit 0
 fi
 
@@ -35,6 +36,9 @@ build() { # name package [ldflags]
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$ldflags"
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$ldflags"
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$ldflags"
+build kubelet k8s.io/kubernetes/cmd/kubelet "$ldflags"
+build kube-proxy k8s.io/kubernetes/cmd/kube-proxy "$ldflags"
+build kubectl k8s.io/kubernetes/cmd/kubectl "$ldflags"
 build etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kwok sigs.k8s.io/kwok/cmd/kwok "-s -w"
 
