@@ -33,6 +33,10 @@ func run(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
+	if opts.release {
+		log.Info("releasing the nodes gpuheal holds", "controller", opts.releaseOpts.Controller.String())
+		return remediation.RunRelease(ctx, opts.run.Manager.Kubeconfig, opts.releaseOpts)
+	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(opts.gcPercent)
 	}

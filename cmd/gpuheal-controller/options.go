@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpuheal/gpuheal/internal/flagenv"
 	"github.com/gpuheal/gpuheal/internal/logging"
@@ -16,6 +18,9 @@ type options struct {
 	log       logging.Options
 	run       remediation.RunOptions
 	gcPercent int
+	// release runs remediation.Release once instead of the controller.
+	release     bool
+	releaseOpts remediation.ReleaseOptions
 }
 
 // defaultGCPercent: the controller's live heap is mostly its cache of GPU
@@ -68,6 +73,10 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&c.ScoreEvery, "score-interval", time.Minute, "how often health scores are published on the nodes")
 	fs.BoolVar(&c.ProtectGold, "protect-gold-from-scale-in", false, "keep gold-tier nodes out of scale-in through the node's provider (aws: Auto Scaling instance protection), so a shrinking group removes the least trusted first")
 	fs.BoolVar(&o.run.StatusPage, "status-page", false, "serve a read-only web page of the fleet at /status/ on the metrics address; open it through the API server's service proxy or a port-forward (docs/status-page.md)")
+	var releaseController string
+	fs.BoolVar(&o.release, "release", false, "instead of running: stop the controller (--release-controller), end open incidents and uncordon every node gpuheal cordoned, then exit (the chart's uninstall hook)")
+	fs.StringVar(&releaseController, "release-controller", "", "with --release: the controller Deployment NAMESPACE/NAME to scale to zero first")
+	fs.DurationVar(&o.releaseOpts.Timeout, "release-timeout", 2*time.Minute, "with --release: how long to wait for the controller's pods to end")
 	flagenv.Usage(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -89,6 +98,13 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if c.Poll <= 0 || c.Workers <= 0 {
 		return nil, fmt.Errorf("--poll-interval %v and --workers %d: must be positive", c.Poll, c.Workers)
+	}
+	if releaseController != "" {
+		ns, name, ok := strings.Cut(releaseController, "/")
+		if !ok || ns == "" || name == "" {
+			return nil, fmt.Errorf("--release-controller %q: want NAMESPACE/NAME", releaseController)
+		}
+		o.releaseOpts.Controller = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	var err error
 	if p.Enabled, err = remediation.ParseProviders(providers); err != nil {

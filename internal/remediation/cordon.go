@@ -47,7 +47,12 @@ func (r *remediationReconciler) cordon(ctx context.Context, in *incident) error 
 // node was read, it is read again from the API server and the change
 // applied again, without a trip through the work queue.
 func (r *remediationReconciler) patchNode(ctx context.Context, in *incident, change func(*corev1.Node) bool) error {
-	n := in.node
+	return patchNodeGuarded(ctx, r.client, r.reader, in.node, change)
+}
+
+// patchNodeGuarded applies change to n as a guarded JSON patch (cordonPatch),
+// reading the node again and retrying when it changed meanwhile.
+func patchNodeGuarded(ctx context.Context, c client.Client, reader client.Reader, n *corev1.Node, change func(*corev1.Node) bool) error {
 	stale := func(err error) bool { return apierrors.IsInvalid(err) || apierrors.IsConflict(err) }
 	return retry.OnError(retry.DefaultRetry, stale, func() error {
 		orig := n.DeepCopy()
@@ -58,12 +63,12 @@ func (r *remediationReconciler) patchNode(ctx context.Context, in *incident, cha
 		if err != nil {
 			return err
 		}
-		err = r.client.Patch(ctx, n, client.RawPatch(types.JSONPatchType, patch))
+		err = c.Patch(ctx, n, client.RawPatch(types.JSONPatchType, patch))
 		if stale(err) {
 			nodePatchConflicts.Inc()
 			key := client.ObjectKeyFromObject(n)
 			*n = corev1.Node{} // decoding into a used object would merge its maps
-			if gerr := r.reader.Get(ctx, key, n); gerr != nil {
+			if gerr := reader.Get(ctx, key, n); gerr != nil {
 				return gerr
 			}
 		}
@@ -84,18 +89,24 @@ func (r *remediationReconciler) uncordon(ctx context.Context, in *incident) erro
 		if n.Annotations[CordonedByAnnotation] != in.nr.Name {
 			return false
 		}
-		if n.Annotations[wasUnschedulableAnnotation] != "true" {
-			n.Spec.Unschedulable = false
-		}
-		delete(n.Annotations, CordonedByAnnotation)
-		delete(n.Annotations, wasUnschedulableAnnotation)
-		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UnhealthyTaint })
+		undoCordon(n)
 		return true
 	})
 	if err == nil {
 		r.audit.write(ctx, rec)
 	}
 	return err
+}
+
+// undoCordon removes our taint and annotations, and our cordon unless
+// someone else had cordoned the node before us.
+func undoCordon(n *corev1.Node) {
+	if n.Annotations[wasUnschedulableAnnotation] != "true" {
+		n.Spec.Unschedulable = false
+	}
+	delete(n.Annotations, CordonedByAnnotation)
+	delete(n.Annotations, wasUnschedulableAnnotation)
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UnhealthyTaint })
 }
 
 func hasTaint(n *corev1.Node) bool {

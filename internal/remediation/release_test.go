@@ -1,0 +1,125 @@
+package remediation
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+)
+
+// TestReleaseHandsNodesBack is what `helm uninstall` runs: on a real API
+// server, the controller is scaled to zero, open incidents end Cancelled,
+// and only gpuheal's own cordons and taints are undone.
+func TestReleaseHandsNodesBack(t *testing.T) {
+	h := newHarness(t, "release-", 4)
+	ctx := context.Background()
+	ours, oursOverTheirs, theirs, taintOnly := h.nodes[0], h.nodes[1], h.nodes[2], h.nodes[3]
+	taint := corev1.Taint{Key: UnhealthyTaint, Effect: corev1.TaintEffectNoSchedule}
+	h.editNode(ours, func(n *corev1.Node) {
+		n.Spec.Unschedulable = true
+		n.Spec.Taints = append(n.Spec.Taints, taint)
+		n.Annotations = map[string]string{CordonedByAnnotation: "nr-ours"}
+	})
+	h.editNode(oursOverTheirs, func(n *corev1.Node) {
+		n.Spec.Unschedulable = true
+		n.Spec.Taints = append(n.Spec.Taints, taint)
+		n.Annotations = map[string]string{CordonedByAnnotation: "nr-over", wasUnschedulableAnnotation: "true"}
+	})
+	h.editNode(theirs, func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	h.editNode(taintOnly, func(n *corev1.Node) {
+		n.Spec.Unschedulable = true
+		n.Spec.Taints = append(n.Spec.Taints, taint)
+	})
+
+	incident := func(name, node string) *v1alpha1.NodeRemediation {
+		return &v1alpha1.NodeRemediation{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeRemediationSpec{
+			NodeName: node, PolicyName: "default",
+			Trigger: v1alpha1.Trigger{Type: gpuCondition, Status: corev1.ConditionFalse, Since: metav1.Now()},
+		}}
+	}
+	open, done := incident("nr-ours", ours), incident("nr-done", theirs)
+	for nr, phase := range map[*v1alpha1.NodeRemediation]v1alpha1.Phase{open: v1alpha1.PhaseDraining, done: v1alpha1.PhaseSucceeded} {
+		h.create(nr)
+		nr.Status.Phase = phase
+		if err := h.c.Status().Update(ctx, nr); err != nil {
+			t.Fatalf("setting phase of %s: %v", nr.Name, err)
+		}
+	}
+	two := int32(2)
+	labels := map[string]string{"app": "gpuheal-controller"}
+	ctrlDeploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpuheal-controller", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &two,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "gpuheal-controller"}}},
+			},
+		},
+	}
+	h.create(ctrlDeploy)
+
+	err := Release(ctx, h.c, ReleaseOptions{
+		Controller: types.NamespacedName{Namespace: "default", Name: "gpuheal-controller"},
+		Timeout:    30 * time.Second, Poll: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(ctrlDeploy), ctrlDeploy); err != nil {
+		t.Fatal(err)
+	}
+	if r := ctrlDeploy.Spec.Replicas; r == nil || *r != 0 {
+		t.Errorf("controller replicas = %v, want 0", r)
+	}
+	want := map[string]bool{ours: false, oursOverTheirs: true, theirs: true, taintOnly: true} // unschedulable after
+	for name, unschedulable := range want {
+		n, _ := h.node(name)
+		if n.Spec.Unschedulable != unschedulable {
+			t.Errorf("node %s unschedulable = %v, want %v", name, n.Spec.Unschedulable, unschedulable)
+		}
+		if hasTaint(n) {
+			t.Errorf("node %s still has taint %s", name, UnhealthyTaint)
+		}
+		if v, ok := n.Annotations[CordonedByAnnotation]; ok {
+			t.Errorf("node %s still has %s=%s", name, CordonedByAnnotation, v)
+		}
+		if _, ok := n.Annotations[wasUnschedulableAnnotation]; ok {
+			t.Errorf("node %s still has %s", name, wasUnschedulableAnnotation)
+		}
+	}
+	for name, phase := range map[string]v1alpha1.Phase{"nr-ours": v1alpha1.PhaseCancelled, "nr-done": v1alpha1.PhaseSucceeded} {
+		var nr v1alpha1.NodeRemediation
+		if err := h.c.Get(ctx, clientKey(name), &nr); err != nil {
+			t.Fatal(err)
+		}
+		if nr.Status.Phase != phase {
+			t.Errorf("NodeRemediation %s phase = %s, want %s", name, nr.Status.Phase, phase)
+		}
+		if len(nr.Finalizers) != 0 {
+			t.Errorf("NodeRemediation %s has finalizers %v", name, nr.Finalizers)
+		}
+	}
+}
+
+// editNode updates a node's spec and metadata in place.
+func (h *harness) editNode(name string, edit func(*corev1.Node)) {
+	h.t.Helper()
+	n, ok := h.node(name)
+	if !ok {
+		h.t.Fatalf("node %s not found", name)
+	}
+	edit(n)
+	if err := h.c.Update(context.Background(), n); err != nil {
+		h.t.Fatalf("updating node %s: %v", name, err)
+	}
+}
