@@ -33,11 +33,12 @@ LIST
 fi
 
 # The values of the plain manifests: the chart's defaults, without Helm's
-# own labels, with the namespace.
+# own labels, with the namespace, and without the uninstall hook (only Helm
+# runs hooks; without Helm, `gpuheal-controller --release` does its work).
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 "$helm" template gpuheal "$chart" --namespace gpuheal \
-  --set helmLabels=false --set namespace.create=true \
+  --set helmLabels=false --set namespace.create=true --set uninstallHook.enabled=false \
   --output-dir "$tmp" >/dev/null
 
 mkdir -p "$out"

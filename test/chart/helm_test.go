@@ -39,7 +39,7 @@ var valueSets = []valueSet{
 		"--set", "agent.kernelLog.access=none"}, kernelLog: "none"},
 	{name: "single-replica", args: []string{"-f", "testdata/single-replica.yaml"}, kernelLog: "file"},
 	// What hack/render-deploy.sh renders into deploy/.
-	{name: "plain-manifests", args: []string{"--set", "helmLabels=false", "--set", "namespace.create=true"}, kernelLog: "privileged"},
+	{name: "plain-manifests", args: []string{"--set", "helmLabels=false", "--set", "namespace.create=true", "--set", "uninstallHook.enabled=false"}, kernelLog: "privileged"},
 }
 
 // namespace is where the tests install the release.
