@@ -1,0 +1,132 @@
+// Package nvml runs the real gpuheal-agent binary, built as `make build`
+// builds it, on a stand-in libnvidia-ml.so.1 written in C (stub/). It
+// covers what go-nvml's Go mocks cannot: symbol resolution through dlopen
+// and the lazy PLT, the internal linker, the cgo calls and their struct
+// layouts, and how the agent finds the library.
+package nvml
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gpuheal/gpuheal/internal/testenv"
+)
+
+// workDir holds what the tests build once for all of them.
+var workDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gpuheal-nvml-abi-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	workDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := testenv.RepoRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// The Makefile's flags for the agent: cgo on, Go's internal linker, and
+// CGO_CFLAGS unless the environment sets them (as `?=` does).
+const (
+	agentLDFlags     = "-s -w -X github.com/gpuheal/gpuheal/internal/version.Version=nvml-abi-test -linkmode=internal"
+	makefileCgoFlags = "-O2 -g -Wno-deprecated-declarations"
+)
+
+var (
+	agentOnce sync.Once
+	agentPath string
+	agentErr  error
+)
+
+// agentBinary builds cmd/gpuheal-agent once, the way `make build` does.
+func agentBinary(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	agentOnce.Do(func() {
+		out := filepath.Join(workDir, "gpuheal-agent")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", agentLDFlags, "-o", out, "./cmd/gpuheal-agent")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if os.Getenv("CGO_CFLAGS") == "" {
+			cmd.Env = append(cmd.Env, "CGO_CFLAGS="+makefileCgoFlags)
+		}
+		if b, err := cmd.CombinedOutput(); err != nil {
+			agentErr = fmt.Errorf("building gpuheal-agent as `make build` does: %v\n%s", err, b)
+			return
+		}
+		agentPath = out
+	})
+	if agentErr != nil {
+		t.Fatal(agentErr)
+	}
+	return agentPath
+}
+
+// stubs are the two builds of the stand-in library.
+type stubs struct {
+	full string // every function the agent calls, as R550 has them
+	r470 string // -DNVML_STUB_R470: the post-R470 functions absent
+}
+
+var (
+	stubOnce sync.Once
+	stubLibs stubs
+	stubErr  error
+)
+
+// stubLibraries compiles stub/*.c with gcc into two shared objects named
+// by their soname, each in its own directory.
+func stubLibraries(t *testing.T) stubs {
+	t.Helper()
+	src := filepath.Join(repoRoot(t), "test", "nvml", "stub")
+	stubOnce.Do(func() {
+		gcc, err := exec.LookPath("gcc")
+		if err != nil {
+			// Not a skip: without gcc this test proves nothing, and CI
+			// must say so (the agent's own build needs gcc for cgo too).
+			stubErr = fmt.Errorf("gcc is needed to build the stand-in libnvidia-ml.so.1 (apt-get install gcc): %v", err)
+			return
+		}
+		files, _ := filepath.Glob(filepath.Join(src, "*.c"))
+		build := func(name string, defs ...string) (string, error) {
+			out := filepath.Join(workDir, name, "libnvidia-ml.so.1")
+			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+				return "", err
+			}
+			args := append([]string{"-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
+				"-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", "-o", out}, defs...)
+			if b, err := exec.Command(gcc, append(args, files...)...).CombinedOutput(); err != nil {
+				return "", fmt.Errorf("gcc %s: %v\n%s", strings.Join(defs, " "), err, b)
+			}
+			return out, nil
+		}
+		if stubLibs.full, stubErr = build("full"); stubErr != nil {
+			return
+		}
+		stubLibs.r470, stubErr = build("r470", "-DNVML_STUB_R470")
+	})
+	if stubErr != nil {
+		t.Fatal(stubErr)
+	}
+	return stubLibs
+}
