@@ -170,6 +170,21 @@ down() {
   iptables -t nat -S 2>/dev/null | awk '/CNI-/ && /^-A/' | sed 's/^-A/-D/' | while read -r rule; do
     eval "iptables -t nat $rule" 2>/dev/null || true
   done
+  # The kubelet's own chains (kube-proxy --cleanup removed kube-proxy's).
+  local ipt table chain
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null || continue
+    for table in filter nat mangle; do
+      "$ipt" -t "$table" -S 2>/dev/null | awk '/^-A (INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) .*-j KUBE-/' | sed 's/^-A/-D/' |
+        while read -r rule; do eval "$ipt -t $table $rule" 2>/dev/null || true; done
+      for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '/^-N KUBE-/ {print $2}'); do
+        "$ipt" -t "$table" -F "$chain" 2>/dev/null || true
+      done
+      for chain in $("$ipt" -t "$table" -S 2>/dev/null | awk '/^-N KUBE-/ {print $2}'); do
+        "$ipt" -t "$table" -X "$chain" 2>/dev/null || true
+      done
+    done
+  done
   log "one-node cluster stopped"
 }
 
