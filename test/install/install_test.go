@@ -13,8 +13,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -137,7 +137,7 @@ func (c *cluster) checkFaultRepair(t *testing.T, kernelLog string) {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: new(int64(1)),
-					Containers: []corev1.Container{{Name: "trainer", Image: pauseImage, ImagePullPolicy: corev1.PullNever}},
+					Containers:                    []corev1.Container{{Name: "trainer", Image: pauseImage, ImagePullPolicy: corev1.PullNever}},
 				},
 			},
 		},
@@ -277,4 +277,3 @@ func (c *cluster) incident(ctx context.Context) (*v1alpha1.NodeRemediation, erro
 	}
 	return nil, nil
 }
-

@@ -5,8 +5,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
+
+	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
 // pauseImage is the sandbox image hack/node-cluster.sh builds and imports;
@@ -39,14 +40,8 @@ func stubDriverRoot(t *testing.T, c *cluster) string {
 	if err := os.MkdirAll(libDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	src, err := filepath.Glob(filepath.Join(c.root, "test", "nvml", "stub", "*.c"))
-	if err != nil || len(src) == 0 {
-		t.Fatalf("no stand-in NVML sources in test/nvml/stub (err %v)", err)
-	}
-	args := append([]string{"-std=gnu11", "-O2", "-fvisibility=hidden", "-shared", "-fPIC",
-		"-Wl,-soname,libnvidia-ml.so.1", "-o", filepath.Join(libDir, "libnvidia-ml.so.1")}, src...)
-	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, out)
+	if err := testenv.BuildNVMLStub(c.root, filepath.Join(libDir, "libnvidia-ml.so.1")); err != nil {
+		t.Fatal(err)
 	}
 	return root
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -98,27 +97,11 @@ var (
 // by their soname, each in its own directory.
 func stubLibraries(t *testing.T) stubs {
 	t.Helper()
-	src := filepath.Join(repoRoot(t), "test", "nvml", "stub")
+	root := repoRoot(t)
 	stubOnce.Do(func() {
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			// Not a skip: without gcc this test proves nothing, and CI
-			// must say so (the agent's own build needs gcc for cgo too).
-			stubErr = fmt.Errorf("gcc is needed to build the stand-in libnvidia-ml.so.1 (apt-get install gcc): %v", err)
-			return
-		}
-		files, _ := filepath.Glob(filepath.Join(src, "*.c"))
 		build := func(name string, defs ...string) (string, error) {
 			out := filepath.Join(workDir, name, "libnvidia-ml.so.1")
-			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-				return "", err
-			}
-			args := append([]string{"-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
-				"-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", "-o", out}, defs...)
-			if b, err := exec.Command(gcc, append(args, files...)...).CombinedOutput(); err != nil {
-				return "", fmt.Errorf("gcc %s: %v\n%s", strings.Join(defs, " "), err, b)
-			}
-			return out, nil
+			return out, testenv.BuildNVMLStub(root, out, defs...)
 		}
 		if stubLibs.full, stubErr = build("full"); stubErr != nil {
 			return
