@@ -1,29 +1,50 @@
-# syntax=docker/dockerfile:1
 # gpuheal-controller: pure Go (the SQLite audit store is modernc.org/sqlite),
-# a static binary on distroless/static, as the nonroot user (65532).
+# a static binary on distroless/static (CA certificates for the API server
+# and AWS, tzdata, /etc/passwd), as the nonroot user (65532).
 #
-#   docker build -f build/gpuheal-controller.Dockerfile --build-arg VERSION=v0.1.0 -t gpuheal-controller .
+#   DOCKER_BUILDKIT=1 docker build -f build/gpuheal-controller.Dockerfile \
+#     --build-arg VERSION=v0.1.0 [--platform linux/arm64] -t gpuheal-controller .
 #
-# Cross-compiled on the build platform for each target platform
-# (docker buildx build --platform linux/amd64,linux/arm64 ...).
+# Cross-compiled on the build platform for the target platform. `make
+# images` builds it from locally made bases (hack/base-images.sh) by
+# overriding BUILDER_IMAGE and RUNTIME_IMAGE; docs/images.md.
 
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+ARG BUILDER_IMAGE=golang:1.26-bookworm
+ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
+
+FROM --platform=$BUILDPLATFORM ${BUILDER_IMAGE} AS build
 WORKDIR /src
+# The Go environment of the machine that builds (make images passes the
+# host's): on a network that reaches proxy.golang.org they can stay unset.
+ARG GOPROXY
+ARG GOSUMDB
+ARG GONOSUMDB
+ARG GOPRIVATE
+ARG GOFLAGS
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
-ARG TARGETOS=linux
 ARG TARGETARCH
+# Every file of the image gets this time; make images passes the commit's.
+ARG SOURCE_DATE_EPOCH=0
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
-      -ldflags "-s -w -X github.com/gpuheal/gpuheal/internal/version.Version=${VERSION}" \
-      -o /out/gpuheal-controller ./cmd/gpuheal-controller && mkdir -p /out/empty
+    set -eu; \
+    CGO_ENABLED=0 GOOS=linux GOARCH=$TARGETARCH go build -trimpath \
+      -ldflags "-s -w -buildid= -X github.com/gpuheal/gpuheal/internal/version.Version=${VERSION}" \
+      -o /out/gpuheal-controller ./cmd/gpuheal-controller; \
+    mkdir -p /out/empty; \
+    touch -d "@${SOURCE_DATE_EPOCH}" /out/gpuheal-controller /out/empty
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM ${RUNTIME_IMAGE}
+ARG VERSION=dev
+LABEL org.opencontainers.image.title=gpuheal-controller \
+      org.opencontainers.image.source=https://github.com/gpuheal/gpuheal \
+      org.opencontainers.image.version=${VERSION}
 COPY --from=build /out/gpuheal-controller /usr/bin/gpuheal-controller
 # The chart mounts the audit volume here; the directory exists for runs
 # without it (docker run) and belongs to the nonroot user.
 COPY --from=build --chown=65532:65532 /out/empty/ /var/lib/gpuheal/
+USER 65532:65532
 EXPOSE 8080 8081
 ENTRYPOINT ["/usr/bin/gpuheal-controller"]
