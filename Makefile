@@ -87,6 +87,22 @@ lint: ## golangci-lint v2, pinned in hack/tools/lint
 demo: deps build ## the main job: a local GPU fleet that fails and heals itself (NODES=32 SPEED=1)
 	$(BIN)/gpuheal demo --nodes $${NODES:-32} --speed $${SPEED:-1}
 
+.PHONY: images
+images: ## agent, controller and CLI images, offline, tarballs in bin/images/; ARCH=arm64 (or make images-arm64), docs/images.md
+	VERSION='$(VERSION)' ./hack/build-images.sh $(ARCH)
+
+.PHONY: images-arm64
+images-arm64: ## the images for arm64 (GH200 nodes), cross-compiled
+	VERSION='$(VERSION)' ./hack/build-images.sh arm64
+
+.PHONY: dockerd-start
+dockerd-start: ## start a dockerd for the image builds unless one answers (hack/dockerd.sh)
+	./hack/dockerd.sh start
+
+.PHONY: dockerd-stop
+dockerd-stop: ## stop the dockerd that hack/dockerd.sh started
+	./hack/dockerd.sh stop
+
 .PHONY: clean
 clean: ## remove built gpuheal binaries (keeps the control plane)
 	rm -f $(BIN)/gpuheal $(BIN)/gpuheal-agent $(BIN)/gpuheal-controller $(BIN)/kubectl-gpuheal
