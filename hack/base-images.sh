@@ -2,8 +2,9 @@
 # Makes the base images of build/*.Dockerfile locally, from Debian packages,
 # for machines that cannot pull golang:1.26-bookworm and gcr.io/distroless/*
 # (docs/images.md). Each is made once and re-used while its inputs are
-# unchanged: the image tags carry a key hashed from this script, the Go
-# toolchain's version, the host's CA bundle (builder only) and the mirror.
+# unchanged: the image tags carry a key hashed from the code here that makes
+# it, the mirror, and for the builder the Go toolchain's version and the
+# host's CA bundle.
 #
 #   hack/base-images.sh [ARCH...]       ARCH: amd64, arm64 (default: the host's)
 #
@@ -83,12 +84,6 @@ for a in "${arches[@]}"; do
   case "$a" in amd64 | arm64) ;; *) die "unsupported architecture $a (amd64, arm64)" ;; esac
 done
 
-# The cache key: every input of the bases. The builder's adds the Go
-# toolchain and the host's CA bundle; the runtime bases depend on neither.
-runtime_key="$( { sha256sum <"$0"; echo "$mirror $suite"; } | sha256sum | cut -c1-12)"
-builder_key="$( { echo "$runtime_key $goversion $host_arch"; sha256sum <"$host_ca"; } | sha256sum | cut -c1-12)"
-builder_tag="gpuheal-local/builder:${goversion}-${suite}-${builder_key}"
-
 have() { [[ "${BASE_IMAGES_REBUILD:-}" != 1 ]] && "$docker" image inspect "$1" >/dev/null 2>&1; }
 
 # tar_rootfs DIR: a reproducible tar of DIR on stdout.
@@ -97,15 +92,38 @@ tar_rootfs() {
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -c .
 }
 
-# import DIR TAG ARCH CHANGE...: import DIR as TAG for linux/ARCH.
-import() {
-  local dir="$1" tag="$2" arch="$3"; shift 3
-  local changes=() c
-  for c in "$@"; do changes+=(--change "$c"); done
-  tar_rootfs "$dir" | "$docker" import --platform "linux/$arch" \
-    "${changes[@]}" --change "LABEL io.gpuheal.base.key=${tag##*:}" \
-    --message "hack/base-images.sh" - "$tag" >/dev/null
-  log "imported $tag ($(du -sh "$dir" | cut -f1) rootfs)"
+# json STRING: STRING as a JSON string.
+json() {
+  local v="$1"
+  v="${v//\\/\\\\}"
+  v="${v//\"/\\\"}"
+  printf '"%s"' "$v"
+}
+
+# load_image DIR TAG ARCH USER WORKDIR CMD ENV...: DIR's files as the image TAG
+# for linux/ARCH. Made as a `docker save` archive and loaded, rather than
+# `docker import`ed: import cannot set the architecture (Docker 20.10 ignores
+# its --platform), and the image's config, and so its ID, is then ours to
+# fix: no creation time (1970-01-01), no host-dependent fields.
+load_image() {
+  local dir="$1" tag="$2" arch="$3" user="$4" wd="$5" cmd="$6"; shift 6
+  local t="$work/load" diff env="" e variant=""
+  rm -rf "$t" && mkdir -p "$t/layer"
+  tar_rootfs "$dir" >"$t/layer/layer.tar"
+  diff="$(sha256sum <"$t/layer/layer.tar" | cut -d' ' -f1)"
+  for e in "$@"; do env+="${env:+,}$(json "$e")"; done
+  [[ "$arch" == arm64 ]] && variant='"variant":"v8",'
+  printf '{"architecture":"%s",%s"os":"linux","created":"1970-01-01T00:00:00Z","config":{"User":%s,"Env":[%s],"Cmd":%s,"WorkingDir":%s,"Labels":{"io.gpuheal.base.key":%s}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"1970-01-01T00:00:00Z","created_by":"hack/base-images.sh"}]}' \
+    "$arch" "$variant" "$(json "$user")" "$env" "$cmd" "$(json "$wd")" "$(json "${tag##*:}")" "$diff" >"$t/config.json"
+  local id
+  id="$(sha256sum <"$t/config.json" | cut -d' ' -f1)"
+  mv "$t/config.json" "$t/$id.json"
+  printf '[{"Config":"%s.json","RepoTags":[%s],"Layers":["layer/layer.tar"]}]' "$id" "$(json "$tag")" >"$t/manifest.json"
+  tar -C "$t" -c manifest.json "$id.json" layer | "$docker" load >/dev/null
+  rm -rf "$t"
+  [[ "$("$docker" image inspect -f '{{.Id}} {{.Architecture}}' "$tag")" == "sha256:$id $arch" ]] ||
+    die "docker load of $tag did not give image sha256:$id for $arch"
+  log "made $tag (sha256:${id:0:12}, $(du -sh "$dir" | cut -f1) rootfs)"
 }
 
 cross_pkgs() {
@@ -135,11 +153,10 @@ make_builder() {
   chmod 1777 "$rootfs/go" 2>/dev/null || true
   # The host's CA bundle: this network re-signs TLS.
   cp "$host_ca" "$rootfs/etc/ssl/certs/ca-certificates.crt"
-  import "$rootfs" "$builder_tag" "$host_arch" \
-    'ENV PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    'ENV GOPATH=/go' 'ENV GOTOOLCHAIN=local' "ENV GOLANG_VERSION=${goversion#go}" \
-    'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
-    'WORKDIR /go' 'CMD ["bash"]'
+  load_image "$rootfs" "$builder_tag" "$host_arch" 0:0 /go '["bash"]' \
+    PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    GOPATH=/go GOTOOLCHAIN=local "GOLANG_VERSION=${goversion#go}" \
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
   rm -rf "$rootfs"
 }
 
@@ -228,8 +245,8 @@ make_static() {
   local arch="$1" tag="$2" dir="$work/rootfs-static-$1"
   download_debs "$arch"
   static_rootfs "$arch" "$dir"
-  import "$dir" "$tag" "$arch" 'USER 65532:65532' 'WORKDIR /home/nonroot' \
-    'ENV PATH=/usr/local/bin:/usr/bin:/bin' 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt'
+  load_image "$dir" "$tag" "$arch" 65532:65532 /home/nonroot null \
+    PATH=/usr/local/bin:/usr/bin:/bin SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
   rm -rf "$dir"
 }
 
@@ -250,10 +267,20 @@ make_glibc() {
   local interp
   case "$arch" in amd64) interp=lib64/ld-linux-x86-64.so.2 ;; arm64) interp=lib/ld-linux-aarch64.so.1 ;; esac
   [[ -e "$dir/$interp" ]] || die "libc6 ($arch) has no /$interp"
-  import "$dir" "$tag" "$arch" 'USER 0:0' 'WORKDIR /' \
-    'ENV PATH=/usr/local/bin:/usr/bin:/bin' 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt'
+  load_image "$dir" "$tag" "$arch" 0:0 / null \
+    PATH=/usr/local/bin:/usr/bin:/bin SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
   rm -rf "$dir"
 }
+
+# The cache keys: every input of a base. The code that makes it (the
+# functions above, as bash prints them: comments do not count), the mirror
+# and suite; for the builder also the Go toolchain and the host's CA bundle.
+# The runtime bases depend on neither.
+runtime_key="$( { declare -f tar_rootfs json load_image download_debs deb static_rootfs make_static make_glibc
+  echo "$mirror $suite"; } | sha256sum | cut -c1-12)"
+builder_key="$( { declare -f tar_rootfs json load_image cross_pkgs make_builder
+  echo "$mirror $suite $goversion $host_arch"; sha256sum <"$host_ca"; } | sha256sum | cut -c1-12)"
+builder_tag="gpuheal-local/builder:${goversion}-${suite}-${builder_key}"
 
 mkdir -p "$work"
 if have "$builder_tag"; then
@@ -261,11 +288,18 @@ if have "$builder_tag"; then
 else
   make_builder
 fi
+"$docker" image ls --format '{{.Repository}}:{{.Tag}}' | grep '^gpuheal-local/builder:' |
+  grep -vxF "$builder_tag" | xargs -r "$docker" rmi >/dev/null || true
 for a in "${arches[@]}"; do
   static_tag="gpuheal-local/base-static:${runtime_key}-$a"
   glibc_tag="gpuheal-local/base-glibc:${runtime_key}-$a"
   have "$static_tag" && log "static base $static_tag present" || make_static "$a" "$static_tag"
   have "$glibc_tag" && log "glibc base $glibc_tag present" || make_glibc "$a" "$glibc_tag"
+  # Bases made under an older key are of no further use: untag them (an
+  # image built on one keeps its layers).
+  "$docker" image ls --format '{{.Repository}}:{{.Tag}}' |
+    grep -E "^gpuheal-local/base-(static|glibc):[0-9a-f]{12}-$a\$" |
+    grep -vxF -e "$static_tag" -e "$glibc_tag" | xargs -r "$docker" rmi >/dev/null || true
   cat >"$work/$a.env" <<EOF
 BUILDER_IMAGE=$builder_tag
 RUNTIME_IMAGE=$glibc_tag

@@ -196,7 +196,7 @@ for arch in "${arches[@]}"; do
     ref="$repo:$app_version-$arch"
     step="checking $ref"
     bin="/usr/bin/$name"
-    cid="$("$docker" create "$ref")"
+    cid="$("$docker" create --platform "linux/$arch" "$ref")"
     "$docker" cp "$cid:$bin" "$bins/$name" && "$docker" export "$cid" >"$bins/$name.rootfs.tar" ||
       { "$docker" rm "$cid" >/dev/null; die "$ref: no $bin in the image"; }
     "$docker" rm "$cid" >/dev/null
