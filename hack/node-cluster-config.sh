@@ -60,6 +60,8 @@ authentication:
   x509: {clientCAFile: $pki/ca.crt}
 authorization: {mode: Webhook}
 healthzBindAddress: 127.0.0.1
+# Container logs stay in the state directory, not the host's /var/log/pods.
+podLogsDir: $dir/pod-logs
 resolvConf: /etc/resolv.conf
 serializeImagePulls: false
 # A development disk may be fuller than the defaults allow; pods must not be

@@ -110,6 +110,7 @@ up() {
     --allow-privileged=true \
     --client-ca-file "$pki/ca.crt" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP \
     --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$pki/sa.pub" \
     --service-account-signing-key-file "$pki/sa.key" --service-cluster-ip-range "$service_cidr"
   wait_for kube-apiserver 60 kubectl get --raw /readyz

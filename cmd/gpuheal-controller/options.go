@@ -73,6 +73,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&c.ScoreEvery, "score-interval", time.Minute, "how often health scores are published on the nodes")
 	fs.BoolVar(&c.ProtectGold, "protect-gold-from-scale-in", false, "keep gold-tier nodes out of scale-in through the node's provider (aws: Auto Scaling instance protection), so a shrinking group removes the least trusted first")
 	fs.BoolVar(&o.run.StatusPage, "status-page", false, "serve a read-only web page of the fleet at /status/ on the metrics address; open it through the API server's service proxy or a port-forward (docs/status-page.md)")
+	fs.StringVar(&c.Self.Name, "pod-name", "", "the controller's own pod, which drains leave in place (the chart sets it from the downward API)")
+	fs.StringVar(&c.Self.Namespace, "pod-namespace", "", "namespace of --pod-name")
 	var releaseController string
 	fs.BoolVar(&o.release, "release", false, "instead of running: stop the controller (--release-controller), end open incidents and uncordon every node gpuheal cordoned, then exit (the chart's uninstall hook)")
 	fs.StringVar(&releaseController, "release-controller", "", "with --release: the controller Deployment NAMESPACE/NAME to scale to zero first")

@@ -26,6 +26,7 @@ type drainPlan struct {
 	leaving  int           // already terminating
 	blocked  []string      // pods the policy forbids evicting (emptyDir)
 	skipped  int           // DaemonSet and mirror pods, left in place
+	self     bool          // the controller's own pod is on the node, left in place
 	finished int           // Succeeded or Failed pods, nothing to move
 }
 
@@ -43,6 +44,8 @@ func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (dr
 		switch {
 		case isDaemonSetPod(pod) || pod.Annotations[corev1.MirrorPodAnnotationKey] != "":
 			plan.skipped++
+		case pod.Name == r.self.Name && pod.Namespace == r.self.Namespace:
+			plan.self = true
 		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 			plan.finished++
 		case pod.DeletionTimestamp != nil:
@@ -96,8 +99,11 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 		return ctrl.Result{}, err
 	}
 	if plan.done() {
-		if err := r.setPhase(ctx, in, v1alpha1.PhaseDrained, "Drained",
-			fmt.Sprintf("%d pods evicted; %d DaemonSet or mirror pods left in place", len(in.nr.Status.EvictedPods), plan.skipped)); err != nil {
+		msg := fmt.Sprintf("%d pods evicted; %d DaemonSet or mirror pods left in place", len(in.nr.Status.EvictedPods), plan.skipped)
+		if plan.self {
+			msg += "; the controller's own pod left in place"
+		}
+		if err := r.setPhase(ctx, in, v1alpha1.PhaseDrained, "Drained", msg); err != nil {
 			return ctrl.Result{}, err
 		}
 		return r.drained(ctx, in)

@@ -86,6 +86,7 @@ type controllerConfig struct {
 	leaseNamespace string       // default: "default"
 	audit          audit.Sink
 	history        audit.Reader // loaded for health scores on start
+	self           types.NamespacedName
 }
 
 // startController runs a controller (manager + reconcilers + the simulated
@@ -125,6 +126,7 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 		AuditReader:        cfg.history,
 		Scorer:             testScorer(h.t),
 		ScoreEvery:         200 * time.Millisecond,
+		Self:               cfg.self,
 		SkipNameValidation: true,
 	})
 	if err != nil {

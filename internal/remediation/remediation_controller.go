@@ -40,6 +40,8 @@ type remediationReconciler struct {
 	fleet   *fleetCounter
 	slots   slotCounter
 	audit   auditor
+	// self is the controller's own pod; drains leave it (ControllerOptions.Self).
+	self types.NamespacedName
 }
 
 // incident is what one reconcile works on.

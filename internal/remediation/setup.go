@@ -58,6 +58,12 @@ type ControllerOptions struct {
 	// ProtectGold keeps gold nodes out of scale-in through providers that
 	// can (aws: Auto Scaling instance protection; kwok simulates it).
 	ProtectGold bool
+	// Self is the controller's own pod, when it runs in one (the downward
+	// API gives its name). A drain leaves it in place: a controller that
+	// evicted itself from the node it repairs would stall the incident
+	// until a replica elsewhere took over, or for good where its
+	// replacement can only be scheduled on that node.
+	Self types.NamespacedName
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).
 	SkipNameValidation bool
@@ -127,7 +133,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 	fleet := &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second}
 	rems := &remediationReconciler{
 		client: c, reader: mgr.GetAPIReader(), recorder: recorder, clock: o.Clock,
-		providers: o.Providers, poll: o.Poll, fleet: fleet, audit: aud,
+		providers: o.Providers, poll: o.Poll, fleet: fleet, audit: aud, self: o.Self,
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("noderemediation").
