@@ -50,7 +50,10 @@ func TestInstallOnRealKubelet(t *testing.T) {
 	installStart := time.Now()
 	c.helm(t, "install", release, "charts/gpuheal", "-n", namespace, "--create-namespace",
 		"-f", "test/install/testdata/real-node.yaml",
-		"--set", "agent.driverRoot="+driverRoot, "--set", "agent.kernelLog.file="+kernelLog)
+		"--set", "agent.driverRoot="+driverRoot, "--set", "agent.kernelLog.file="+kernelLog,
+		// The agent keeps the fatal findings of this boot across restarts;
+		// a state directory of the test's own keeps runs apart.
+		"--set", "agent.stateDir="+filepath.Join(c.dir, "agent-state"))
 	node := c.waitHealthy(t, "8", 3*time.Minute)
 	t.Logf("install to the agent's first condition: %v (%s=%s)", time.Since(installStart).Round(time.Millisecond),
 		healthyGPUs, node.Labels[healthyGPUs])
