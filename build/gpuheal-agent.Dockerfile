@@ -46,8 +46,9 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
-# Every file of the image gets this time (the binary's mtime is all that
-# would differ otherwise); make images passes the commit's time.
+# The time of every file the image adds (the tree under /out/root is copied
+# whole, so that its directories get this time too, not the build's);
+# make images passes the commit's time.
 ARG SOURCE_DATE_EPOCH=0
 # -linkmode=internal, as in the Makefile (AGENT_LINK): with the external
 # linker the dynamic loader relocates the Go read-only data at start and the
@@ -62,14 +63,14 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     fi; \
     CC=$cc GOOS=linux GOARCH=$TARGETARCH go build -trimpath \
       -ldflags "-s -w -buildid= -X github.com/gpuheal/gpuheal/internal/version.Version=${VERSION} -linkmode=internal" \
-      -o /out/gpuheal-agent ./cmd/gpuheal-agent; \
-    touch -d "@${SOURCE_DATE_EPOCH}" /out/gpuheal-agent
+      -o /out/root/usr/bin/gpuheal-agent ./cmd/gpuheal-agent; \
+    find /out/root -exec touch -h -d "@${SOURCE_DATE_EPOCH}" {} +
 
 FROM ${RUNTIME_IMAGE}
 ARG VERSION=dev
 LABEL org.opencontainers.image.title=gpuheal-agent \
       org.opencontainers.image.source=https://github.com/gpuheal/gpuheal \
       org.opencontainers.image.version=${VERSION}
-COPY --from=build /out/gpuheal-agent /usr/bin/gpuheal-agent
+COPY --from=build /out/root/ /
 EXPOSE 9400
 ENTRYPOINT ["/usr/bin/gpuheal-agent"]

@@ -26,25 +26,28 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
 ARG TARGETARCH
-# Every file of the image gets this time; make images passes the commit's.
+# The time of every file the image adds (the tree under /out/root is copied
+# whole, so that its directories get this time too, not the build's);
+# make images passes the commit's time.
 ARG SOURCE_DATE_EPOCH=0
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     set -eu; \
     CGO_ENABLED=0 GOOS=linux GOARCH=$TARGETARCH go build -trimpath \
       -ldflags "-s -w -buildid= -X github.com/gpuheal/gpuheal/internal/version.Version=${VERSION}" \
-      -o /out/gpuheal-controller ./cmd/gpuheal-controller; \
-    mkdir -p /out/empty; \
-    touch -d "@${SOURCE_DATE_EPOCH}" /out/gpuheal-controller /out/empty
+      -o /out/root/usr/bin/gpuheal-controller ./cmd/gpuheal-controller; \
+    mkdir -p /out/root/var/lib/gpuheal; \
+    chown 65532:65532 /out/root/var/lib/gpuheal; \
+    find /out/root -exec touch -h -d "@${SOURCE_DATE_EPOCH}" {} +
 
 FROM ${RUNTIME_IMAGE}
 ARG VERSION=dev
 LABEL org.opencontainers.image.title=gpuheal-controller \
       org.opencontainers.image.source=https://github.com/gpuheal/gpuheal \
       org.opencontainers.image.version=${VERSION}
-COPY --from=build /out/gpuheal-controller /usr/bin/gpuheal-controller
-# The chart mounts the audit volume here; the directory exists for runs
-# without it (docker run) and belongs to the nonroot user.
-COPY --from=build --chown=65532:65532 /out/empty/ /var/lib/gpuheal/
+# /usr/bin/gpuheal-controller, and /var/lib/gpuheal: the chart mounts the
+# audit volume there; the directory exists for runs without it (docker run)
+# and belongs to the nonroot user.
+COPY --from=build /out/root/ /
 USER 65532:65532
 EXPOSE 8080 8081
 ENTRYPOINT ["/usr/bin/gpuheal-controller"]

@@ -26,20 +26,22 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev
 ARG TARGETARCH
-# Every file of the image gets this time; make images passes the commit's.
+# The time of every file the image adds (the tree under /out/root is copied
+# whole, so that its directories get this time too, not the build's);
+# make images passes the commit's time.
 ARG SOURCE_DATE_EPOCH=0
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     set -eu; \
     CGO_ENABLED=0 GOOS=linux GOARCH=$TARGETARCH go build -trimpath \
       -ldflags "-s -w -buildid= -X github.com/gpuheal/gpuheal/internal/version.Version=${VERSION}" \
-      -o /out/gpuheal ./cmd/gpuheal; \
-    touch -d "@${SOURCE_DATE_EPOCH}" /out/gpuheal
+      -o /out/root/usr/bin/gpuheal ./cmd/gpuheal; \
+    find /out/root -exec touch -h -d "@${SOURCE_DATE_EPOCH}" {} +
 
 FROM ${RUNTIME_IMAGE}
 ARG VERSION=dev
 LABEL org.opencontainers.image.title=gpuheal \
       org.opencontainers.image.source=https://github.com/gpuheal/gpuheal \
       org.opencontainers.image.version=${VERSION}
-COPY --from=build /out/gpuheal /usr/bin/gpuheal
+COPY --from=build /out/root/ /
 USER 65532:65532
 ENTRYPOINT ["/usr/bin/gpuheal"]

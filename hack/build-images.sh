@@ -167,6 +167,56 @@ controller_uid() {
   echo "$uid"
 }
 
+# normalize REF ARCH PLAIN TARBALL: the image REF with every "created" time
+# in its config set to SOURCE_DATE_EPOCH (BuildKit writes the build's time
+# there, the only thing that differs between two builds of the same
+# sources), tagged REF (and PLAIN for the host's architecture) in docker and
+# saved to TARBALL as PLAIN, a deterministic tar.
+normalize() {
+  local ref="$1" arch="$2" plain="$3" tarball="$4"
+  local d="$out/normalize" built cfg id created i
+  local layers=() diffs=()
+  built="$("$docker" image inspect -f '{{.Id}}' "$ref")"
+  created="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
+  rm -rf "$d" && mkdir -p "$d/x" "$d/a"
+  "$docker" save "$ref" | tar -x -C "$d/x"
+  cfg="$(sed -n 's/.*"Config":"\([^"]*\)".*/\1/p' "$d/x/manifest.json")"
+  mapfile -t layers < <(sed -n 's/.*"Layers":\[\([^]]*\)\].*/\1/p' "$d/x/manifest.json" | tr ',' '\n' | tr -d '"')
+  mapfile -t diffs < <(sed -n 's/.*"diff_ids":\[\([^]]*\)\].*/\1/p' "$d/x/$cfg" | tr ',' '\n' | tr -d '"' | sed 's/^sha256://')
+  ((${#layers[@]} > 0 && ${#layers[@]} == ${#diffs[@]})) || die "$ref: cannot read the saved image's layers"
+  sed -E "s/\"created\":\"[^\"]*\"/\"created\":\"$created\"/g" "$d/x/$cfg" >"$d/config.json"
+  id="$(sha256sum <"$d/config.json" | cut -d' ' -f1)"
+  mv "$d/config.json" "$d/a/$id.json"
+  local list="" files=("$id.json")
+  for i in "${!layers[@]}"; do
+    mkdir -p "$d/a/${diffs[i]}"
+    mv "$d/x/${layers[i]}" "$d/a/${diffs[i]}/layer.tar"
+    list+="${list:+,}\"${diffs[i]}/layer.tar\""
+    files+=("${diffs[i]}")
+  done
+  # Into docker, untagged, then tagged: loading PLAIN would take the tag
+  # from the host architecture's image.
+  if ! "$docker" image inspect "sha256:$id" >/dev/null 2>&1; then
+    printf '[{"Config":"%s.json","RepoTags":null,"Layers":[%s]}]' "$id" "$list" >"$d/a/manifest.json"
+    tar -C "$d/a" -c manifest.json "${files[@]}" | "$docker" load >/dev/null
+  fi
+  "$docker" tag "sha256:$id" "$ref"
+  [[ "$arch" == "$host_arch" ]] && "$docker" tag "sha256:$id" "$plain"
+  [[ "$built" == "sha256:$id" ]] || "$docker" rmi "$built" >/dev/null 2>&1 || true
+  if [[ -f "$tarball" && "$(cat "$tarball.id" 2>/dev/null)" == "$id" ]]; then
+    log "$tarball is up to date (image sha256:${id:0:12})"
+  else
+    printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":[%s]}]' "$id" "$plain" "$list" >"$d/a/manifest.json"
+    tar -C "$d/a" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=posix \
+      --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+      -cf "$tarball.tmp" manifest.json "${files[@]}"
+    mv "$tarball.tmp" "$tarball"
+    echo "$id" >"$tarball.id"
+    log "saved $plain ($arch, image sha256:${id:0:12}) to $tarball ($(du -h "$tarball" | cut -f1))"
+  fi
+  rm -rf "$d"
+}
+
 for arch in "${arches[@]}"; do
   step="making the base images for $arch (hack/base-images.sh $arch)"
   env_file="$(./hack/base-images.sh "$arch" | tail -n 1)"
@@ -261,22 +311,7 @@ for arch in "${arches[@]}"; do
     plain="$repo:$app_version"
     tarball="$out/$name-$app_version-$arch.tar"
     step="saving $plain ($arch) to $tarball"
-    iid="$("$docker" image inspect -f '{{.Id}}' "$ref")"
-    if [[ -f "$tarball" && "$(cat "$tarball.iid" 2>/dev/null)" == "$iid" ]]; then
-      log "$tarball is up to date"
-    else
-      # The tarball carries the chart's plain tag: for another architecture,
-      # lend it for the save and give it back to the host's image after.
-      prev="$("$docker" image inspect -f '{{.Id}}' "$plain" 2>/dev/null || true)"
-      [[ "$prev" == "$iid" ]] || "$docker" tag "$ref" "$plain"
-      "$docker" save -o "$tarball.tmp" "$plain"
-      if [[ "$prev" != "$iid" ]]; then
-        if [[ -n "$prev" ]]; then "$docker" tag "$prev" "$plain"; else "$docker" rmi "$plain" >/dev/null; fi
-      fi
-      mv "$tarball.tmp" "$tarball"
-      echo "$iid" >"$tarball.iid"
-      log "saved $plain ($arch) to $tarball ($(du -h "$tarball" | cut -f1))"
-    fi
+    normalize "$ref" "$arch" "$plain" "$tarball"
     echo "$plain $tarball" >>"$out/$arch.txt.tmp"
   done
   mv "$out/$arch.txt.tmp" "$out/$arch.txt"
@@ -287,7 +322,7 @@ for arch in "${arches[@]}"; do
   for spec in "${images[@]}"; do
     read -r name file base repo <<<"$spec"
     printf '   %-48s %s\n' "$repo:$app_version-$arch" \
-      "$("$docker" image inspect -f '{{.Size}}' "$repo:$app_version-$arch" | awk '{printf "%.1f MB", $1 / 1e6}')"
+      "$("$docker" image inspect -f '{{.Id}} {{.Size}}' "$repo:$app_version-$arch" | awk '{printf "%s  %.1f MB", substr($1, 1, 19), $2 / 1e6}')"
   done
 done
 log "done in $((SECONDS - t0))s; tarballs and their references: $out/{$(IFS=,; echo "${arches[*]}")}.txt"
