@@ -26,7 +26,7 @@ type drainPlan struct {
 	leaving  int           // already terminating
 	blocked  []string      // pods the policy forbids evicting (emptyDir)
 	skipped  int           // DaemonSet and mirror pods, left in place
-	self     bool          // the controller's own pod is on the node, left in place
+	self     bool          // gpuheal's own pods are on the node, left in place
 	finished int           // Succeeded or Failed pods, nothing to move
 }
 
@@ -44,7 +44,7 @@ func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (dr
 		switch {
 		case isDaemonSetPod(pod) || pod.Annotations[corev1.MirrorPodAnnotationKey] != "":
 			plan.skipped++
-		case pod.Name == r.self.Name && pod.Namespace == r.self.Namespace:
+		case r.isOwnPod(pod):
 			plan.self = true
 		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 			plan.finished++
@@ -57,6 +57,20 @@ func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (dr
 		}
 	}
 	return plan, nil
+}
+
+// partOfGpuheal is the label the chart puts on every pod of gpuheal's.
+const partOfGpuheal = "app.kubernetes.io/part-of"
+
+// isOwnPod: the controller's own pod, or another pod of gpuheal's in its
+// namespace (a standby replica, the uninstall Job that stops the controller).
+// Evicting the first stalls the incident; evicting the Job races the
+// uninstall it performs.
+func (r *remediationReconciler) isOwnPod(p *corev1.Pod) bool {
+	if r.self.Name == "" || p.Namespace != r.self.Namespace {
+		return false
+	}
+	return p.Name == r.self.Name || p.Labels[partOfGpuheal] == "gpuheal"
 }
 
 func isDaemonSetPod(p *corev1.Pod) bool {
@@ -101,7 +115,7 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 	if plan.done() {
 		msg := fmt.Sprintf("%d pods evicted; %d DaemonSet or mirror pods left in place", len(in.nr.Status.EvictedPods), plan.skipped)
 		if plan.self {
-			msg += "; the controller's own pod left in place"
+			msg += "; gpuheal's own pods left in place"
 		}
 		if err := r.setPhase(ctx, in, v1alpha1.PhaseDrained, "Drained", msg); err != nil {
 			return ctrl.Result{}, err

@@ -59,10 +59,11 @@ type ControllerOptions struct {
 	// can (aws: Auto Scaling instance protection; kwok simulates it).
 	ProtectGold bool
 	// Self is the controller's own pod, when it runs in one (the downward
-	// API gives its name). A drain leaves it in place: a controller that
-	// evicted itself from the node it repairs would stall the incident
-	// until a replica elsewhere took over, or for good where its
-	// replacement can only be scheduled on that node.
+	// API gives its name). A drain leaves it, and gpuheal's other pods in
+	// its namespace, in place: a controller that evicted itself from the
+	// node it repairs would stall the incident until a replica elsewhere
+	// took over, or for good where its replacement can only be scheduled on
+	// that node; the uninstall Job must outlive the controller it stops.
 	Self types.NamespacedName
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).

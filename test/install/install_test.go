@@ -186,33 +186,38 @@ func (c *cluster) checkFaultRepair(t *testing.T, kernelLog string) {
 		return err == nil && n.Spec.Unschedulable && hasTaint(n, unhealthyTaint), err
 	})
 	t.Logf("fault to cordon: %v", time.Since(faultAt).Round(time.Millisecond))
-	var evicted string
+	var evicted, kept string
 	poll(t, "one trainer pod evicted and the other kept by the budget", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		running, err := c.runningPods(ctx, "default", "app=trainer")
 		if err != nil {
 			return false, err
 		}
-		var kept []string
+		var stayed []string
 		for _, p := range before {
 			if slices.Contains(running, p) {
-				kept = append(kept, p)
+				stayed = append(stayed, p)
 			} else {
 				evicted = p
 			}
 		}
-		return len(kept) == 1, nil
+		if len(stayed) != 1 {
+			return false, nil
+		}
+		kept = stayed[0]
+		return true, nil
 	})
 	// The controller's record: the pod went through the Eviction API, and
-	// the API server refused the other one on the budget's account.
-	poll(t, "the incident recording the eviction of "+evicted+" and the refusal of the other", time.Minute,
+	// the API server refused the other one (the budget below says why).
+	poll(t, "the incident recording the eviction of "+evicted+" and the refusal of "+kept, time.Minute,
 		func(ctx context.Context) (bool, error) {
 			nr, err := c.incident(ctx)
 			if err != nil || nr == nil {
 				return false, err
 			}
 			blocked := apimeta.FindStatusCondition(nr.Status.Conditions, v1alpha1.ConditionDrainBlocked)
-			return slices.Contains(nr.Status.EvictedPods, "default/"+evicted) &&
-				blocked != nil && blocked.Status == metav1.ConditionTrue && strings.Contains(blocked.Message, "disruption budget"), nil
+			return slices.Equal(nr.Status.EvictedPods, []string{"default/" + evicted}) &&
+				blocked != nil && blocked.Status == metav1.ConditionTrue && blocked.Reason == "EvictionRefused" &&
+				strings.Contains(blocked.Message, "default/"+kept), nil
 		})
 	// The budget is what keeps the second pod: its disruptions allowed
 	// fell to 0 and stays there while the replacement is Pending.
