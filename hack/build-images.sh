@@ -16,7 +16,8 @@
 #   bin/images/SHA256SUMS-ARCH                      the binaries and tarballs
 #
 # Starts dockerd when none answers (hack/dockerd.sh) and stops it again when
-# done, unless KEEP_DOCKERD=1. Environment: VERSION (stamped into the
+# done and no other build holds it, unless KEEP_DOCKERD=1 (then it stays up
+# until hack/dockerd.sh stop). Environment: VERSION (stamped into the
 # binaries; default `git describe`), SOURCE_DATE_EPOCH (mtime of the image's
 # files; default the commit's time), DOCKER (default /usr/bin/docker, whose
 # BuildKit is built in), IMAGES_NO_VERIFY=1 (skip the run checks).
@@ -32,10 +33,10 @@ host_arch="$(dpkg --print-architecture 2>/dev/null || "$go" env GOARCH)"
 
 step="start"
 t0=$SECONDS
-started_dockerd=0
+acquired=0
 on_exit() {
   local rc=$?
-  if ((started_dockerd)) && [[ "${KEEP_DOCKERD:-}" != 1 ]]; then ./hack/dockerd.sh stop >/dev/null || true; fi
+  if ((acquired)); then ./hack/dockerd.sh release $$ >/dev/null || true; fi
   if ((rc != 0)); then
     echo "" >&2
     echo "make images FAILED (exit $rc) while $step" >&2
@@ -82,11 +83,10 @@ images=(
 )
 
 # --- dockerd ---
-step="starting dockerd (hack/dockerd.sh start)"
-if ! "$docker" info >/dev/null 2>&1; then
-  started_dockerd=1
-  ./hack/dockerd.sh start
-fi
+step="starting dockerd (hack/dockerd.sh)"
+if [[ "${KEEP_DOCKERD:-}" == 1 ]]; then ./hack/dockerd.sh start; fi
+acquired=1
+./hack/dockerd.sh acquire $$
 
 mkdir -p "$out/logs"
 
@@ -174,11 +174,12 @@ controller_uid() {
 # saved to TARBALL as PLAIN, a deterministic tar.
 normalize() {
   local ref="$1" arch="$2" plain="$3" tarball="$4"
-  local d="$out/normalize" built cfg id created i
+  local d built cfg id created i
   local layers=() diffs=()
   built="$("$docker" image inspect -f '{{.Id}}' "$ref")"
   created="$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)"
-  rm -rf "$d" && mkdir -p "$d/x" "$d/a"
+  d="$(mktemp -d "$out/normalize.XXXXXX")"
+  mkdir -p "$d/x" "$d/a"
   "$docker" save "$ref" | tar -x -C "$d/x"
   cfg="$(sed -n 's/.*"Config":"\([^"]*\)".*/\1/p' "$d/x/manifest.json")"
   mapfile -t layers < <(sed -n 's/.*"Layers":\[\([^]]*\)\].*/\1/p' "$d/x/manifest.json" | tr ',' '\n' | tr -d '"')

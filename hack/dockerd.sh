@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Starts and stops a dockerd for `make images` (hack/build-images.sh).
 #
-#   hack/dockerd.sh start    start dockerd unless one already answers; wait until it does
-#   hack/dockerd.sh stop     stop the dockerd (and containerd) this script started, if any
-#   hack/dockerd.sh status   say whether a dockerd answers and whether this script started it
+#   hack/dockerd.sh start        start dockerd unless one already answers; wait until it does;
+#                                it stays up until `stop`
+#   hack/dockerd.sh stop         stop the dockerd (and containerd) this script started, if any
+#   hack/dockerd.sh acquire PID  start as needed and hold it for process PID
+#   hack/dockerd.sh release PID  let go; stop it when it was started here and no live
+#                                process (nor a `start`) holds it any more
+#   hack/dockerd.sh status       say whether a dockerd answers, and who holds it
+#
+# hack/build-images.sh acquires and releases, so that of two builds at once
+# the first to finish does not stop dockerd under the other, and a dockerd
+# started by hand (or running already, not started here) is left alone.
 #
 # dockerd gets its own containerd (socket under /run/gpuheal-dockerd): left to
 # itself, dockerd 20.10 adopts a containerd it finds at /run/containerd/
@@ -28,7 +36,16 @@ timeout="${DOCKERD_TIMEOUT:-60}"
 # the buildx plugin for it).
 docker="${DOCKER:-$(command -v /usr/bin/docker || command -v docker)}"
 
+holders="$run/holders"
+
 die() { echo "dockerd.sh: $*" >&2; exit 1; }
+
+# One of start, stop, acquire, release at a time.
+lock() {
+  mkdir -p "$run"
+  exec 9>"$run/lock"
+  flock 9
+}
 
 answers() { "$docker" -H "unix://$sock" info >/dev/null 2>&1; }
 
@@ -69,7 +86,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   address = "$run/containerd-debug.sock"
 EOF
     rm -f "$ctr_sock"
-    containerd --config "$run/containerd.toml" >>"$logs/containerd.log" 2>&1 &
+    containerd --config "$run/containerd.toml" >>"$logs/containerd.log" 2>&1 9>&- &
     echo $! >"$run/containerd.pid"
     if ! wait_for containerd test -S "$ctr_sock"; then
       tail -n 20 "$logs/containerd.log" >&2 || true
@@ -86,7 +103,7 @@ EOF
     --storage-driver overlay2 \
     --exec-opt native.cgroupdriver=cgroupfs \
     --iptables=false --ip-masq=false --ip-forward=false --bridge=none \
-    >>"$logs/dockerd.log" 2>&1 &
+    >>"$logs/dockerd.log" 2>&1 9>&- &
   echo $! >"$run/dockerd.pid"
   if ! wait_for dockerd answers; then
     tail -n 30 "$logs/dockerd.log" >&2 || true
@@ -118,6 +135,7 @@ stop() {
     echo "dockerd.sh: no dockerd started by this script"
     return 0
   fi
+  rm -rf "$holders"
   stop_pid dockerd "$run/dockerd.pid"
   stop_pid containerd "$run/containerd.pid"
   # containerd-shim processes of stopped containers exit with them; anything
@@ -125,14 +143,47 @@ stop() {
   rm -f "$ctr_sock" "$ctr_sock.ttrpc" "$run/dockerd.pid.docker"
 }
 
+# ours: whether the dockerd that answers is the one this script started.
+ours() { alive "$run/dockerd.pid"; }
+
+acquire() {
+  local pid="${1:?usage: $0 acquire PID}"
+  start
+  if ours; then mkdir -p "$holders" && echo "$pid" >"$holders/$pid"; fi
+}
+
+release() {
+  local pid="${1:?usage: $0 release PID}" h name
+  rm -f "$holders/$pid"
+  ours || return 0
+  for h in "$holders"/*; do
+    [[ -e "$h" ]] || continue
+    name="$(basename "$h")"
+    if [[ "$name" == manual ]] || kill -0 "$name" 2>/dev/null; then
+      echo "dockerd.sh: dockerd stays up (held by ${name/manual/hack/dockerd.sh start})"
+      return 0
+    fi
+    rm -f "$h" # a holder that is gone
+  done
+  stop
+}
+
 status() {
   if answers; then echo "dockerd answers on $sock"; else echo "no dockerd answers on $sock"; fi
-  if alive "$run/dockerd.pid"; then echo "started by hack/dockerd.sh: pid $(cat "$run/dockerd.pid")"; fi
+  if ours; then
+    echo "started by hack/dockerd.sh: pid $(cat "$run/dockerd.pid"); held by: $(ls "$holders" 2>/dev/null | tr '\n' ' ')"
+  fi
 }
 
 case "${1:-}" in
-  start) start ;;
-  stop) stop ;;
+  start)
+    lock
+    start
+    if ours; then mkdir -p "$holders" && : >"$holders/manual"; fi
+    ;;
+  stop) lock && stop ;;
+  acquire) lock && acquire "${2:-}" ;;
+  release) lock && release "${2:-}" ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|acquire PID|release PID|status" >&2; exit 2 ;;
 esac
