@@ -29,7 +29,8 @@ state = "$dir/containerd/state"
 TOML
 
   # bridge + host-local on the node's /24, portmap for hostPorts, and
-  # firewall: dockerd sets the FORWARD policy to DROP, which would otherwise
+  # firewall: a dockerd that manages iptables sets the FORWARD policy to
+  # DROP (the one of `make images` does not), which would otherwise
   # drop pod traffic.
   cat >"$dir/cni/net.d/10-node-cluster.conflist" <<JSON
 {
