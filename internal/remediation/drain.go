@@ -59,8 +59,8 @@ func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (dr
 	return plan, nil
 }
 
-// partOfGpuheal is the label the chart puts on every pod of gpuheal's.
-const partOfGpuheal = "app.kubernetes.io/part-of"
+// partOfLabel is the label the chart puts on every pod of gpuheal's.
+const partOfLabel = "app.kubernetes.io/part-of"
 
 // isOwnPod: the controller's own pod, or another pod of gpuheal's in its
 // namespace (a standby replica, the uninstall Job that stops the controller).
@@ -70,7 +70,7 @@ func (r *remediationReconciler) isOwnPod(p *corev1.Pod) bool {
 	if r.self.Name == "" || p.Namespace != r.self.Namespace {
 		return false
 	}
-	return p.Name == r.self.Name || p.Labels[partOfGpuheal] == "gpuheal"
+	return p.Name == r.self.Name || p.Labels[partOfLabel] == "gpuheal"
 }
 
 func isDaemonSetPod(p *corev1.Pod) bool {

@@ -24,9 +24,9 @@ func TestDrainLeavesTheControllersOwnPod(t *testing.T) {
 	h.create(fastPolicy("self", "self"))
 	node := h.nodes[0]
 	h.runPod("default", "gpuheal-controller-0", node, map[string]string{"app": "gpuheal-controller"})
-	h.runPod("default", "gpuheal-release-0", node, map[string]string{partOfGpuheal: "gpuheal"})
+	h.runPod("default", "gpuheal-release-0", node, map[string]string{partOfLabel: "gpuheal"})
 	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}})
-	h.runPod("other", "gpuheal-lookalike-0", node, map[string]string{partOfGpuheal: "gpuheal"})
+	h.runPod("other", "gpuheal-lookalike-0", node, map[string]string{partOfLabel: "gpuheal"})
 	h.runPod("default", "trainer-0", node, map[string]string{"app": "trainer"})
 	h.startController(controllerConfig{self: types.NamespacedName{Namespace: "default", Name: "gpuheal-controller-0"}})
 	h.breakGPU(node, "reboot")
