@@ -16,7 +16,7 @@ type faultClass struct {
 }
 
 // faultMix is the Llama 3 paper's table of 419 unexpected interruptions on
-// 16,384 H100s (../shared/research/fleet-failures.md), limited to the
+// 16,384 H100s (the Llama 3 paper, "The Llama 3 Herd of Models" (Meta, 2024), Table 5), limited to the
 // causes a GPU node shows, each mapped to the fault a GPU of that class
 // shows. Software bugs stay in as application Xids: they happen as often
 // and must not lead to a repair. Counts are the paper's; causes outside

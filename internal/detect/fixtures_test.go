@@ -10,7 +10,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/finding"
 )
 
-// The fixtures are real captures (shared/fixtures/kmsg), copied here.
+// The fixtures are real captures from public repositories, copied here.
 
 func TestFixtureDmesgTXid119(t *testing.T) {
 	got := detectFile(t, "testdata/dmesg-T-xid119.log")

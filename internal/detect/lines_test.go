@@ -31,7 +31,7 @@ type one struct {
 	act  finding.Action
 }
 
-// TestLineForms has one case per line form of shared/research/gpu-faults.md,
+// TestLineForms has one case per line form of NVIDIA's Xid catalog (internal/xid),
 // of the sim's lines.go and of the kernel's node-problem reports, each run
 // on a fresh Detector.
 func TestLineForms(t *testing.T) {

@@ -4,7 +4,7 @@
 // evaluating the failure predictor.
 //
 // Rates and the failure mix come from the published figures in
-// shared/research/fleet-failures.md (see preset.go). Everything else —
+// the Llama 3 paper, "The Llama 3 Herd of Models" (Meta, 2024), Table 5 (see preset.go). Everything else —
 // how often a precursor shows, how long before, how strong, and how often
 // healthy GPUs show the same signals and never fail — is an assumption,
 // stated in preset.go and docs/predictor.md, and drawn at random per

@@ -65,7 +65,7 @@ type Preset struct {
 }
 
 // The class mix follows the GPU-attributable interruptions of the Llama 3
-// training run (shared/research/fleet-failures.md): faulty GPU 148, GPU
+// training run (the Llama 3 paper, "The Llama 3 Herd of Models" (Meta, 2024), Table 5): faulty GPU 148, GPU
 // HBM3 72, GPU SRAM 19, GSP 17, thermal interface/sensor 6 — 262 of 419.
 // No public figure splits them further, so these are assumptions: HBM3
 // half double-bit errors and half row-remap exhaustion; SRAM errors

@@ -101,7 +101,7 @@ func FeatureNames() []string {
 }
 
 // xidSignal sorts an Xid into the group whose count is a feature. The
-// groups follow shared/research/gpu-faults.md: application faults,
+// groups follow NVIDIA's Xid catalog (internal/xid): application faults,
 // the GPU System Processor, memory, and everything else (links, bus).
 func xidSignal(code uint32) int {
 	switch code {

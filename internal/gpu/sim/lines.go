@@ -9,7 +9,7 @@ import (
 )
 
 // The kernel-log texts below follow lines seen in the wild (see
-// shared/research/gpu-faults.md and the fixtures); parsers are tested
+// NVIDIA's Xid catalog (internal/xid) and the fixtures); parsers are tested
 // against what the sim writes, so keep them byte-exact.
 
 // whoStyle is how an Xid line names the process: most codes print
