@@ -1,0 +1,111 @@
+package v1alpha1
+
+// The wire contract between gpuheal's parts. The agent writes to its Node,
+// the controller reads that and writes back, the CLI, the status page and
+// the chart read both: every key they exchange is named here and nowhere
+// else, so renaming a label is an edit to this file.
+//
+// Who writes each key is said next to it; a part never writes a key that
+// another part owns.
+
+// Labels on Nodes.
+const (
+	// LabelGPUHealthyCount (agent) is how many of the node's GPUs are
+	// healthy, so that work needing all eight avoids a node with seven.
+	LabelGPUHealthyCount = "gpuheal.io/gpu-healthy-count"
+	// LabelHealthTier (controller) is the node's health-score tier
+	// (score.Tier: gold, silver, bronze) for node affinity.
+	LabelHealthTier = "gpuheal.io/health-tier"
+	// LabelPolicy (operator) picks a RemediationPolicy by name for nodes
+	// that more than one policy's selector matches.
+	LabelPolicy = "gpuheal.io/policy"
+	// LabelPartOf marks gpuheal's own pods; drains and releases leave them.
+	LabelPartOf      = "app.kubernetes.io/part-of"
+	LabelPartOfValue = "gpuheal"
+	// LabelNvidiaGPUPresent (NVIDIA GPU feature discovery, or the test
+	// fleet) marks a GPU node; the sim fleet, the demo and the soak select
+	// on it.
+	LabelNvidiaGPUPresent = "nvidia.com/gpu.present"
+)
+
+// Annotations on Nodes.
+const (
+	// AnnotationActiveWarnings (agent) is how many warning-severity
+	// problems are active on the node; the health score weighs them.
+	AnnotationActiveWarnings = "gpuheal.io/active-warnings"
+	// AnnotationFailureRisk (agent) is the node's highest GPU failure
+	// risk, 0.00–1.00; absent when the predictor is off.
+	AnnotationFailureRisk = "gpuheal.io/failure-risk"
+	// AnnotationRecommendedActions (agent) is a JSON object from the
+	// condition types the agent set unhealthy to the action it recommends
+	// (finding.Action: none, restart-app, reset-gpu, reboot, replace), e.g.
+	// {"AcceleratedHardwareReady":"replace"}. The controller reads the
+	// advice here, never from a condition's message.
+	AnnotationRecommendedActions = "gpuheal.io/recommended-actions"
+
+	// AnnotationHealthScore (controller) is the node's health score, 0–100.
+	AnnotationHealthScore = "gpuheal.io/health-score"
+	// AnnotationGPUHealthScores (controller) is the score of each GPU.
+	AnnotationGPUHealthScores = "gpuheal.io/gpu-health-scores"
+	// AnnotationScaleInProtected (controller) marks a proven node that
+	// scale-in should take last.
+	AnnotationScaleInProtected = "gpuheal.io/scale-in-protected"
+	// AnnotationCordonedBy (controller) names the incident that cordoned
+	// the node, so that only gpuheal undoes a cordon gpuheal made.
+	AnnotationCordonedBy = "gpuheal.io/cordoned-by"
+	// AnnotationWasUnschedulable (controller) records that the node was
+	// already cordoned by someone else when gpuheal cordoned it.
+	AnnotationWasUnschedulable = "gpuheal.io/was-unschedulable"
+	// AnnotationReplaceToken (controller) is the idempotency token of a
+	// replacement asked of Karpenter or Cluster API.
+	AnnotationReplaceToken = "gpuheal.io/replace-token"
+	// AnnotationReplaceNodeClaim (controller) is the NodeClaim deleted for
+	// a Karpenter replacement.
+	AnnotationReplaceNodeClaim = "gpuheal.io/replace-nodeclaim"
+	// AnnotationReplaceMachine (controller) is the namespace/name of the
+	// Cluster API Machine deleted for a replacement.
+	AnnotationReplaceMachine = "gpuheal.io/replace-machine"
+
+	// AnnotationRemediation (operator) set to RemediationDisabled opts a
+	// node out of remediation.
+	AnnotationRemediation = "gpuheal.io/remediation"
+	RemediationDisabled   = "disabled"
+)
+
+// Keys the kwok provider (simulation) writes; the sim fleet reads them to
+// play a machine that reboots or is replaced.
+const (
+	// LabelKwokBooting is set while a simulated machine reboots or boots;
+	// its agent is down meanwhile, as on a real machine.
+	LabelKwokBooting = "gpuheal.io/kwok-booting"
+	// LabelKwokReplaces names the node a simulated replacement stands in for.
+	LabelKwokReplaces = "gpuheal.io/kwok-replaces"
+	// AnnotationReplaces names the node a replacement replaces.
+	AnnotationReplaces             = "gpuheal.io/replaces"
+	AnnotationKwokReadyAt          = "gpuheal.io/kwok-ready-at"
+	AnnotationKwokRebootToken      = "gpuheal.io/kwok-reboot-token"
+	AnnotationKwokReplaceToken     = "gpuheal.io/kwok-replace-token"
+	AnnotationKwokFaultPersists    = "gpuheal.io/kwok-fault-persists"
+	AnnotationKwokScaleInProtected = "gpuheal.io/kwok-scale-in-protected"
+)
+
+// TaintUnhealthy (controller) keeps new work off a node in remediation.
+const TaintUnhealthy = "gpuheal.io/unhealthy"
+
+// Node condition types the agent owns. True means healthy for the first
+// two; GPUFailurePredicted is True while a failure is predicted.
+const (
+	ConditionAcceleratedHardwareReady = "AcceleratedHardwareReady"
+	ConditionKernelReady              = "KernelReady"
+	ConditionGPUFailurePredicted      = "GPUFailurePredicted"
+)
+
+// Reasons of the agent's node conditions that do not come from a rule (a
+// rule's reason is in its config: default-rules.yaml of the analyzer).
+const (
+	ReasonNoProblemDetected   = "NoProblemDetected"
+	ReasonProblemDetected     = "ProblemDetected"
+	ReasonNoFailurePredicted  = "NoFailurePredicted"
+	ReasonGPUFailurePredicted = "GPUFailurePredicted"
+	ReasonPredictorOff        = "PredictorOff"
+)
