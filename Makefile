@@ -39,8 +39,8 @@ fmt-check: ## fail when gofmt would change a file
 	if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: vet
-vet: ## go vet
-	$(GO) vet $(PKGS)
+vet: ## go vet, unit and integration files
+	$(GO) vet -tags integration $(PKGS)
 
 .PHONY: deps
 deps: ## install what a fresh machine lacks (Debian packages, control plane)
@@ -49,12 +49,23 @@ deps: ## install what a fresh machine lacks (Debian packages, control plane)
 	./hack/build-controlplane.sh
 	./hack/build-helm.sh
 
+.PHONY: test-unit
+test-unit: ## unit tests with -race: no API server, kubelet or other outside part (under 60 s)
+	./hack/ensure-deps.sh
+	$(GO) test -race -count=1 $(PKGS)
+
+.PHONY: test-integration
+test-integration: deps ## tests against the real parts (API server + kwok, Prometheus, dynalite, chromium, built binaries), build tag integration
+	$(GO) test -tags integration -count=1 -timeout 30m $$($(GO) list -tags integration $(PKGS) | grep -v '/test/install$$')
+
+.PHONY: test-install
+test-install: deps ## the chart on a real kubelet with locally built images (needs root)
+	$(GO) test -tags integration -count=1 -timeout 20m ./test/install/
+
+# The install test runs last and alone: its image builds and kubelet load
+# the machine, and the other suites' waits are on real time.
 .PHONY: test
-test: fmt-check vet deps ## all tests: gofmt, vet, unit and integration (real API server + kwok), the install test on a real kubelet
-	$(GO) test -count=1 -timeout 30m $$($(GO) list $(PKGS) | grep -v '/test/install$$')
-	# Alone: it builds images and runs a real kubelet, load that made the
-	# timing-sensitive remediation tests beside it miss their deadlines.
-	$(GO) test -count=1 -timeout 20m ./test/install/
+test: fmt-check test-unit vet test-integration test-install ## all tests: gofmt, vet, unit (-race), integration, install
 
 .PHONY: bench
 bench: deps ## benchmarks (numbers go to docs/benchmarks.md); BENCH_AGENT_SECONDS=300
