@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent"
 	"github.com/gpuheal/gpuheal/internal/flagenv"
 	"github.com/gpuheal/gpuheal/internal/logging"
@@ -43,7 +44,7 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.BoolVar(&o.Standalone, "standalone", false, "run without Kubernetes: serve metrics only")
 	fs.BoolVar(&o.Once, "once", false, "with --standalone: print one snapshot and exit")
 	fs.StringVarP(&o.Output, "output", "o", "text", "snapshot format for --once: json or text")
-	fs.StringVar(&o.Predictor.Mode, "predictor", agent.PredictorOn, "failure predictor: on (risk metric, node annotation gpuheal.io/failure-risk, warning Event; it never starts a repair) or off")
+	fs.StringVar(&o.Predictor.Mode, "predictor", agent.PredictorOn, "failure predictor: on (risk metric, node annotation "+v1alpha1.AnnotationFailureRisk+", warning Event; it never starts a repair) or off")
 	fs.StringVar(&o.Predictor.ModelFile, "predictor-model", "", "failure predictor model file (default: the model shipped with gpuheal)")
 	fs.Float64Var(&o.Predictor.Threshold, "predictor-threshold", 0, "risk in (0,1] at which the predictor warns (default 0: the model's own threshold)")
 	fs.IntVar(&o.Sim.GPUs, "sim-gpus", 8, "sim backend: number of GPUs (1-8)")
@@ -52,7 +53,7 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.StringVar(&o.Sim.ScheduleFile, "sim-schedule", "", "sim backend: YAML fault schedule")
 	fs.StringVar(&o.Sim.KernelLogFile, "sim-kernel-log", "", "sim backend: append the simulated kernel log (raw /dev/kmsg records) to this file")
 	fs.BoolVar(&o.SimFleet.Enabled, "sim-fleet", false, "run one simulated agent per GPU node of the cluster in this process (demo, soak); needs --gpu-backend sim")
-	fs.StringVar(&o.SimFleet.NodeSelector, "sim-fleet-node-selector", "nvidia.com/gpu.present=true", "sim fleet: label selector of the nodes that get an agent")
+	fs.StringVar(&o.SimFleet.NodeSelector, "sim-fleet-node-selector", v1alpha1.LabelNvidiaGPUPresent+"=true", "sim fleet: label selector of the nodes that get an agent")
 	fs.StringVar(&o.SimFleet.Dir, "sim-fleet-dir", "", "sim fleet: directory for the simulated kernel logs (default: a temporary one)")
 	fs.Float64Var(&o.SimFleet.FaultsPerMinute, "sim-fleet-faults-per-minute", 0, "sim fleet: mean rate of faults drawn from the published failure mix (0: none)")
 	fs.Int64Var(&o.SimFleet.Seed, "sim-fleet-seed", 1, "sim fleet: seed of the fault draws")

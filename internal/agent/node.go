@@ -11,11 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-)
 
-// GPUCountLabel is set by NVIDIA's GPU feature discovery (and by us on
-// fake nodes): the number of GPUs the node should have.
-const GPUCountLabel = "nvidia.com/gpu.count"
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+)
 
 // watchExpectedGPUs reads the node's GPU-count label now and then, so a GPU
 // that vanished from the driver shows as "found < expected".
@@ -47,13 +45,13 @@ func readExpectedGPUs(ctx context.Context, c rest.Interface, node string) (int, 
 }
 
 func expectedFromNode(n *kubeNode) (int, error) {
-	v, ok := n.Labels[GPUCountLabel]
+	v, ok := n.Labels[v1alpha1.LabelNvidiaGPUCount]
 	if !ok {
 		return 0, nil
 	}
 	c, err := strconv.Atoi(v)
 	if err != nil || c < 0 {
-		return 0, fmt.Errorf("node %s label %s=%q is not a GPU count", n.Name, GPUCountLabel, v)
+		return 0, fmt.Errorf("node %s label %s=%q is not a GPU count", n.Name, v1alpha1.LabelNvidiaGPUCount, v)
 	}
 	return c, nil
 }

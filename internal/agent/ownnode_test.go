@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
@@ -75,7 +77,7 @@ func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cond := []analyzer.ConditionStatus{{Type: "AcceleratedHardwareReady", Status: analyzer.StatusTrue}}
+	cond := []analyzer.ConditionStatus{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: analyzer.StatusTrue}}
 
 	// The policy takes effect once the API server's policy cache has it.
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -100,12 +102,12 @@ func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
 	}
 	found := false
 	for _, c := range n.Status.Conditions {
-		found = found || (c.Type == "AcceleratedHardwareReady" && c.Status == corev1.ConditionTrue)
+		found = found || (c.Type == v1alpha1.ConditionAcceleratedHardwareReady && c.Status == corev1.ConditionTrue)
 	}
 	if !found {
 		t.Fatalf("node A conditions after the allowed patch: %+v", n.Status.Conditions)
 	}
-	label := []byte(`{"metadata":{"labels":{"gpuheal.io/gpu-healthy-count":"8"}}}`)
+	label := fmt.Appendf(nil, `{"metadata":{"labels":{%q:"8"}}}`, v1alpha1.LabelGPUHealthyCount)
 	if err := agent.Patch(types.MergePatchType).Resource("nodes").Name(nodeA).Body(label).Do(ctx).Error(); err != nil {
 		t.Fatalf("labelling its own node A: %v", err)
 	}

@@ -15,8 +15,10 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
+	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 	"github.com/gpuheal/gpuheal/internal/predict"
 )
@@ -179,10 +181,10 @@ func TestPredictorWarnsOnceOnAPrecursor(t *testing.T) {
 	defer cancel()
 	last := strconv.FormatFloat(slices.Max(lastValues(r.risks(t))), 'f', 2, 64)
 	waitFor(ctx, t, "the annotation of the last snapshot and the Event", func() bool {
-		v, _ := api.annotation(RiskAnnotation)
-		return v == last && len(api.eventsWithReason(PredictedFailureReason)) == 1
+		v, _ := api.annotation(v1alpha1.AnnotationFailureRisk)
+		return v == last && len(api.eventsWithReason(v1alpha1.EventReasonGPUFailurePredicted)) == 1
 	})
-	ev := api.eventsWithReason(PredictedFailureReason)[0]
+	ev := api.eventsWithReason(v1alpha1.EventReasonGPUFailurePredicted)[0]
 	if ev.Count != 1 || ev.Type != "Warning" || ev.InvolvedObject.Name != "gpu-node-1" {
 		t.Errorf("event: count %d, type %s, object %s; want one Warning on gpu-node-1", ev.Count, ev.Type, ev.InvolvedObject.Name)
 	}
@@ -345,8 +347,7 @@ func TestPredictedFailureCondition(t *testing.T) {
 		if len(r.alarms) > n && c.Status != analyzer.StatusTrue {
 			t.Fatalf("interval %d: GPU alarmed, condition %s", i, c.Status)
 		}
-		if c.Status == analyzer.StatusTrue && !strings.Contains(c.Message, "GPU 5 (") ||
-			!strings.Contains(c.Message, "recommended action: none") && c.Status == analyzer.StatusTrue {
+		if c.Status == analyzer.StatusTrue && (!strings.Contains(c.Message, "GPU 5 (") || c.Action != finding.ActionNone) {
 			t.Fatalf("interval %d: message %q names no GPU 5 or recommends an action", i, c.Message)
 		}
 	}

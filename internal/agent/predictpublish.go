@@ -10,21 +10,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 )
-
-// RiskAnnotation is the node's highest GPU failure risk, 0.00–1.00; the
-// controller's health score reads it (absent means unknown).
-const RiskAnnotation = "gpuheal.io/failure-risk"
-
-// PredictedFailureReason is the reason of the warning Event a risk
-// crossing the threshold raises.
-const PredictedFailureReason = "GPUFailurePredicted"
 
 // maxPendingAlarms bounds the Events waiting for an API server that is
 // away; the oldest are dropped (the annotation still carries the risk).
 const maxPendingAlarms = 64
 
-// riskPublisher keeps the risk annotation on the agent's Node and sends
+// riskPublisher keeps the risk annotation (v1alpha1.AnnotationFailureRisk,
+// which the controller's health score reads; absent means unknown) on the agent's Node and sends
 // the alarms as warning Events, in the background: the collection loop
 // only hands over the newest state. The annotation is patched only when
 // its two-decimal value changes; failures are retried with backoff, as
@@ -98,8 +93,8 @@ func (p *riskPublisher) sync(ctx context.Context) error {
 		}
 		a := p.alarms[0]
 		p.mu.Unlock()
-		if err := p.events.emit(ctx, PredictedFailureReason+"/"+a.key, PredictedFailureReason, a.message()); err != nil {
-			return fmt.Errorf("emitting %s event for GPU %d: %w", PredictedFailureReason, a.index, err)
+		if err := p.events.emit(ctx, v1alpha1.EventReasonGPUFailurePredicted+"/"+a.key, v1alpha1.EventReasonGPUFailurePredicted, a.message()); err != nil {
+			return fmt.Errorf("emitting %s event for GPU %d: %w", v1alpha1.EventReasonGPUFailurePredicted, a.index, err)
 		}
 		p.mu.Lock()
 		p.alarms = p.alarms[1:]
@@ -120,9 +115,9 @@ func patchRiskAnnotation(ctx context.Context, c rest.Interface, node, value stri
 	if value != "" {
 		v = strconv.Quote(value)
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, RiskAnnotation, v)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, v1alpha1.AnnotationFailureRisk, v)
 	if err := c.Patch(types.MergePatchType).Resource("nodes").Name(node).Body([]byte(patch)).Do(ctx).Error(); err != nil {
-		return fmt.Errorf("annotating node %s with %s: %w", node, RiskAnnotation, err)
+		return fmt.Errorf("annotating node %s with %s: %w", node, v1alpha1.AnnotationFailureRisk, err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
@@ -24,18 +25,18 @@ func TestRiskPublisherAnnotatesAndCountsUp(t *testing.T) {
 	go p.run(ctx)
 	alarm := riskAlarm{key: "GPU-3333", index: 3, uuid: "GPU-3333", risk: 0.4213, threshold: 0.157, horizon: 30 * time.Minute}
 	annotated := func(v string) func() bool {
-		return func() bool { got, _ := api.annotation(RiskAnnotation); return got == v }
+		return func() bool { got, _ := api.annotation(v1alpha1.AnnotationFailureRisk); return got == v }
 	}
 	events := func(count int32) func() bool {
 		return func() bool {
-			evs := api.eventsWithReason(PredictedFailureReason)
+			evs := api.eventsWithReason(v1alpha1.EventReasonGPUFailurePredicted)
 			return len(evs) == 1 && evs[0].Count == count
 		}
 	}
 
 	p.set(0.4213, []riskAlarm{alarm})
 	waitFor(ctx, t, "annotation 0.42 and one Event", func() bool { return annotated("0.42")() && events(1)() })
-	ev := api.eventsWithReason(PredictedFailureReason)[0]
+	ev := api.eventsWithReason(v1alpha1.EventReasonGPUFailurePredicted)[0]
 	want := "GPU 3 (GPU-3333): predicted failure risk 0.421 is at or above the threshold 0.157; the failure model expects it may fail within 30 minutes. Warning only: gpuheal starts no repair for a prediction."
 	if ev.Message != want || ev.Type != "Warning" || ev.InvolvedObject.Kind != "Node" || ev.InvolvedObject.UID != "uid-1234" {
 		t.Errorf("event %+v\nwant message %q on Node n1", ev, want)
@@ -51,13 +52,13 @@ func TestRiskPublisherAnnotatesAndCountsUp(t *testing.T) {
 	alarm.risk = 0.9
 	p.set(0.9, []riskAlarm{alarm})
 	waitFor(ctx, t, "annotation 0.90 and the Event counted up after failures", func() bool { return annotated("0.90")() && events(2)() })
-	if evs := api.eventsWithReason(PredictedFailureReason); !strings.Contains(evs[0].Message, "risk 0.900") {
+	if evs := api.eventsWithReason(v1alpha1.EventReasonGPUFailurePredicted); !strings.Contains(evs[0].Message, "risk 0.900") {
 		t.Errorf("counted-up event keeps message %q, want the new risk", evs[0].Message)
 	}
 
 	var values []string
 	for _, b := range api.patches() {
-		_, v, _ := strings.Cut(b, RiskAnnotation+`":`)
+		_, v, _ := strings.Cut(b, v1alpha1.AnnotationFailureRisk+`":`)
 		values = append(values, strings.Trim(v, `"}`))
 	}
 	if want := []string{"0.42", "0.10", "0.90"}; !slices.Equal(values, want) {
@@ -70,7 +71,7 @@ func TestRiskPublisherAnnotatesAndCountsUp(t *testing.T) {
 // registered or sent.
 func TestPredictorOffRemovesTheAnnotation(t *testing.T) {
 	api, kube := newFakeAPI(t, "n1")
-	api.annotations[RiskAnnotation] = "0.80"
+	api.annotations[v1alpha1.AnnotationFailureRisk] = "0.80"
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	o := validOptions()
@@ -85,7 +86,7 @@ func TestPredictorOffRemovesTheAnnotation(t *testing.T) {
 	if pred != nil || err != nil {
 		t.Fatalf("startPredictor with --predictor=off: %v, %v; want nothing started", pred, err)
 	}
-	waitFor(ctx, t, "the annotation removed", func() bool { _, ok := api.annotation(RiskAnnotation); return !ok })
+	waitFor(ctx, t, "the annotation removed", func() bool { _, ok := api.annotation(v1alpha1.AnnotationFailureRisk); return !ok })
 	mfs, err := exp.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestRiskPublisherOnRealAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range list.Items {
-			if e := &list.Items[i]; e.Reason == PredictedFailureReason && e.InvolvedObject.Name == nodes[0] {
+			if e := &list.Items[i]; e.Reason == v1alpha1.EventReasonGPUFailurePredicted && e.InvolvedObject.Name == nodes[0] {
 				return e
 			}
 		}
@@ -135,12 +136,12 @@ func TestRiskPublisherOnRealAPIServer(t *testing.T) {
 	alarm := riskAlarm{key: "GPU-1111", index: 1, uuid: "GPU-1111", risk: 0.5, threshold: 0.157, horizon: 30 * time.Minute}
 	p.set(0.5, []riskAlarm{alarm})
 	waitFor(ctx, t, "annotation 0.50 and the Event", func() bool {
-		return node().Annotations[RiskAnnotation] == "0.50" && event() != nil
+		return node().Annotations[v1alpha1.AnnotationFailureRisk] == "0.50" && event() != nil
 	})
 	p.set(0.61, []riskAlarm{alarm})
 	waitFor(ctx, t, "annotation 0.61 and the Event counted up", func() bool {
 		e := event()
-		return node().Annotations[RiskAnnotation] == "0.61" && e != nil && e.Count == 2
+		return node().Annotations[v1alpha1.AnnotationFailureRisk] == "0.61" && e != nil && e.Count == 2
 	})
 	if e := event(); e.Type != corev1.EventTypeWarning || e.InvolvedObject.UID != node().UID {
 		t.Errorf("event type %s on UID %s, want a Warning on the node's UID %s", e.Type, e.InvolvedObject.UID, node().UID)
@@ -148,7 +149,7 @@ func TestRiskPublisherOnRealAPIServer(t *testing.T) {
 	if err := patchRiskAnnotation(ctx, kube, nodes[0], ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := node().Annotations[RiskAnnotation]; ok {
+	if _, ok := node().Annotations[v1alpha1.AnnotationFailureRisk]; ok {
 		t.Error("annotation still there after the removing patch")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 )
 
@@ -36,6 +37,10 @@ type conditionPublisher struct {
 	published map[string]analyzer.ConditionStatus
 	// warnings and warned: the same for the active-warnings annotation.
 	warnings, warned int
+	// advised is the recommended-actions annotation the node shows (JSON,
+	// "" for none), valid once advisedKnown.
+	advised      string
+	advisedKnown bool
 	// healthy is the desired gpu-healthy-count label; labelled what the
 	// node shows (-1 before the first successful patch).
 	healthy, labelled int
@@ -54,14 +59,6 @@ type carriedCondition struct {
 	status string
 	since  time.Time
 }
-
-// HealthyGPUsLabel tells schedulers how many of the node's GPUs are
-// healthy, so that work needing all eight avoids a node with seven.
-const HealthyGPUsLabel = "gpuheal.io/gpu-healthy-count"
-
-// ActiveWarningsAnnotation is how many warning-severity problems are active
-// on the node now; the controller's health score weighs them.
-const ActiveWarningsAnnotation = "gpuheal.io/active-warnings"
 
 func newConditionPublisher(c rest.Interface, node string, log *slog.Logger) *conditionPublisher {
 	return &conditionPublisher{client: c, node: node, log: log, now: time.Now,
@@ -130,17 +127,32 @@ func publishLoop(ctx context.Context, wake <-chan struct{}, sync func(context.Co
 	}
 }
 
-// sync patches the conditions that changed since the last success.
+// sync patches what changed since the last success. The advice (the
+// recommended-actions annotation) leads a condition turning unhealthy and
+// trails it turning healthy, so that whoever sees an unhealthy condition
+// finds its advice: the metadata patch with the advice of both the old
+// and the new conditions comes first, the conditions next, and the advice
+// of the new conditions alone last, when it differs.
 func (p *conditionPublisher) sync(ctx context.Context) error {
 	p.mu.Lock()
+	wanted := p.wanted()
 	var changed []analyzer.ConditionStatus
-	for _, c := range p.wanted() {
+	for _, c := range wanted {
 		if old, ok := p.published[c.Type]; !ok || old != c {
 			changed = append(changed, c)
 		}
 	}
-	healthy, labelled, warnings, warned := p.healthy, p.labelled, p.warnings, p.warned
+	shown := make([]analyzer.ConditionStatus, 0, len(p.published))
+	for _, c := range p.published {
+		shown = append(shown, c)
+	}
+	healthy, warnings := p.healthy, p.warnings
 	p.mu.Unlock()
+
+	advice := recommendedActions(wanted)
+	if err := p.patchMetadata(ctx, healthy, warnings, mergeAdvice(recommendedActions(shown), advice)); err != nil {
+		return err
+	}
 	if len(changed) > 0 {
 		if err := p.readCarried(ctx); err != nil {
 			return err
@@ -154,20 +166,79 @@ func (p *conditionPublisher) sync(ctx context.Context) error {
 		}
 		p.mu.Unlock()
 	}
-	if healthy != labelled || warnings != warned {
-		// The controller's health score counts the warnings (gpuheal.io/
-		// active-warnings); schedulers read the healthy GPU count.
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q},"annotations":{%q:%q}}}`,
-			HealthyGPUsLabel, strconv.Itoa(healthy), ActiveWarningsAnnotation, strconv.Itoa(warnings))
-		err := p.client.Patch(types.MergePatchType).Resource("nodes").Name(p.node).Body([]byte(patch)).Do(ctx).Error()
+	return p.patchMetadata(ctx, healthy, warnings, advice)
+}
+
+// patchMetadata writes the gpu-healthy-count label and the active-warnings
+// and recommended-actions annotations in one merge patch, when any of them
+// differs from what the node shows.
+func (p *conditionPublisher) patchMetadata(ctx context.Context, healthy, warnings int, advice map[string]string) error {
+	advised := ""
+	if len(advice) > 0 {
+		b, err := json.Marshal(advice)
 		if err != nil {
-			return fmt.Errorf("labelling node %s: %w", p.node, err)
+			return fmt.Errorf("encoding the recommended actions of node %s: %w", p.node, err)
 		}
-		p.mu.Lock()
-		p.labelled, p.warned = healthy, warnings
-		p.mu.Unlock()
+		advised = string(b)
 	}
+	p.mu.Lock()
+	same := healthy == p.labelled && warnings == p.warned && p.advisedKnown && advised == p.advised
+	p.mu.Unlock()
+	if same {
+		return nil
+	}
+	// The controller's health score counts the warnings, its remediation
+	// takes the advice; schedulers read the healthy GPU count.
+	adviceValue := "null" // removes the annotation
+	if advised != "" {
+		adviceValue = strconv.Quote(advised)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q},"annotations":{%q:%q,%q:%s}}}`,
+		v1alpha1.LabelGPUHealthyCount, strconv.Itoa(healthy),
+		v1alpha1.AnnotationActiveWarnings, strconv.Itoa(warnings),
+		v1alpha1.AnnotationRecommendedActions, adviceValue)
+	err := p.client.Patch(types.MergePatchType).Resource("nodes").Name(p.node).Body([]byte(patch)).Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("labelling node %s: %w", p.node, err)
+	}
+	p.mu.Lock()
+	p.labelled, p.warned, p.advised, p.advisedKnown = healthy, warnings, advised, true
+	p.mu.Unlock()
 	return nil
+}
+
+// recommendedActions maps each unhealthy condition that recommends an
+// action to that action (v1alpha1.AnnotationRecommendedActions).
+func recommendedActions(conds []analyzer.ConditionStatus) map[string]string {
+	out := map[string]string{}
+	for _, c := range conds {
+		if unhealthy(c) && c.Action != "" {
+			out[c.Type] = string(c.Action)
+		}
+	}
+	return out
+}
+
+// mergeAdvice is next with the entries of shown that next lacks: the
+// advice of conditions that are about to turn healthy stays until they
+// have.
+func mergeAdvice(shown, next map[string]string) map[string]string {
+	out := maps.Clone(next)
+	for t, a := range shown {
+		if _, ok := out[t]; !ok {
+			out[t] = a
+		}
+	}
+	return out
+}
+
+// unhealthy says whether a condition reports a problem: False for the
+// rules' conditions (True means ready), True for GPUFailurePredicted.
+func unhealthy(c analyzer.ConditionStatus) bool {
+	if c.Type == v1alpha1.ConditionGPUFailurePredicted {
+		return c.Status == analyzer.StatusTrue
+	}
+	return c.Status != analyzer.StatusTrue
 }
 
 // wanted is every condition the node should show; p.mu must be held.
@@ -233,9 +304,9 @@ func patchConditions(ctx context.Context, c rest.Interface, node string, conds [
 		switch {
 		case s.Status == analyzer.StatusTrue && msg == "":
 			msg = "gpuheal-agent: no problem"
-		case s.Status != analyzer.StatusTrue && s.Action != "":
-			// Repair controllers and people read the condition, not our
-			// metrics: say what to do.
+		case unhealthy(s) && s.Action != "":
+			// People read the condition, not our metrics: say what to do
+			// (controllers read it from the recommended-actions annotation).
 			msg += "; recommended action: " + string(s.Action)
 		}
 		list = append(list, nodeCondition{
@@ -264,7 +335,7 @@ func reasonOrDefault(s analyzer.ConditionStatus) string {
 		return s.Reason
 	}
 	if s.Status == analyzer.StatusTrue {
-		return "NoProblemDetected"
+		return v1alpha1.ReasonNoProblemDetected
 	}
-	return "ProblemDetected"
+	return v1alpha1.ReasonProblemDetected
 }

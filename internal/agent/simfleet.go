@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
 
@@ -50,11 +51,6 @@ type SimFleetOptions struct {
 	// Epoch is when the schedule starts; zero means when the fleet starts.
 	Epoch time.Time
 }
-
-// bootingLabel is set by the kwok provider while a simulated machine
-// reboots or boots. Its agent is down meanwhile, as on a real machine, and
-// the next one starts on healed hardware.
-const bootingLabel = "gpuheal.io/kwok-booting"
 
 // RunSimFleet runs the sim fleet until ctx ends. Every node matching the
 // selector gets an agent with its own simulated GPUs and kernel log; the
@@ -269,7 +265,9 @@ func (f *simFleet) faultTimer() <-chan time.Time {
 }
 
 // reconcile starts an agent on every up node and stops those whose node
-// went away or is rebooting.
+// went away or is rebooting: while the kwok provider's booting label is on
+// a node its agent is down, as on a real machine, and the next one starts
+// on healed hardware.
 func (f *simFleet) reconcile(ctx context.Context) error {
 	var nodes kubeNodeList
 	req := f.kube.Get().Resource("nodes")
@@ -282,7 +280,7 @@ func (f *simFleet) reconcile(ctx context.Context) error {
 	up := make(map[string]*kubeNode, len(nodes.Items))
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if n.DeletionTimestamp == nil && n.Labels[bootingLabel] == "" {
+		if n.DeletionTimestamp == nil && n.Labels[v1alpha1.LabelKwokBooting] == "" {
 			up[n.Name] = n
 		}
 	}

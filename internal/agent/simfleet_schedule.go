@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
 
@@ -159,11 +160,10 @@ type nodeFaults struct {
 	Faulted bool        `json:"faulted"`
 }
 
-// rebootTokenAnnotation is the kwok provider's record of the last reboot.
-const rebootTokenAnnotation = "gpuheal.io/kwok-reboot-token"
-
+// bootOf is the node's UID and the kwok provider's record of its last
+// reboot.
 func bootOf(n *kubeNode) string {
-	return string(n.UID) + "/" + n.Annotations[rebootTokenAnnotation]
+	return string(n.UID) + "/" + n.Annotations[v1alpha1.AnnotationKwokRebootToken]
 }
 
 func (f *simFleet) faultsPath(node string) string {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
@@ -84,7 +85,7 @@ func TestSimFleetFollowsNodes(t *testing.T) {
 	}
 
 	// The simulated reboot: the agent goes down with the machine...
-	setLabel(ctx, t, env.Client, sick, bootingLabel, "true")
+	setLabel(ctx, t, env.Client, sick, v1alpha1.LabelKwokBooting, "true")
 	first := f.agentOf(sick)
 	waitFor(ctx, t, "agent of the rebooting node stopped", func() bool { return f.agentOf(sick) == nil })
 	// ...and the machine comes back healed, with a new agent: a new boot,
@@ -94,8 +95,8 @@ func TestSimFleetFollowsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(n.DeepCopy())
-	n.Annotations[rebootTokenAnnotation] = "incident-1"
-	delete(n.Labels, bootingLabel)
+	n.Annotations[v1alpha1.AnnotationKwokRebootToken] = "incident-1"
+	delete(n.Labels, v1alpha1.LabelKwokBooting)
 	if err := env.Client.Patch(ctx, &n, patch); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func simFleetTestOptions(kubeconfig string) *Options {
 		Kubeconfig: kubeconfig, Backend: BackendSim, Interval: time.Second, CallTimeout: 500 * time.Millisecond,
 		KmsgPoll: 50 * time.Millisecond, Output: "text", GCPercent: 100,
 		Sim:      SimOptions{GPUs: 8, Model: "H100-80GB-HBM3"},
-		SimFleet: SimFleetOptions{Enabled: true, NodeSelector: "nvidia.com/gpu.present=true", Resync: 100 * time.Millisecond, Seed: 1},
+		SimFleet: SimFleetOptions{Enabled: true, NodeSelector: v1alpha1.LabelNvidiaGPUPresent + "=true", Resync: 100 * time.Millisecond, Seed: 1},
 	}
 }
 
@@ -185,13 +186,13 @@ func testutilGauge(f *simFleet) float64 {
 
 func waitGPUCondition(ctx context.Context, t *testing.T, c client.Client, node string, want corev1.ConditionStatus) {
 	t.Helper()
-	waitFor(ctx, t, "node "+node+" AcceleratedHardwareReady="+string(want), func() bool {
+	waitFor(ctx, t, "node "+node+" "+v1alpha1.ConditionAcceleratedHardwareReady+"="+string(want), func() bool {
 		var n corev1.Node
 		if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
 			return false
 		}
 		for _, cond := range n.Status.Conditions {
-			if cond.Type == "AcceleratedHardwareReady" {
+			if cond.Type == v1alpha1.ConditionAcceleratedHardwareReady {
 				return cond.Status == want
 			}
 		}

@@ -113,9 +113,9 @@ func noStrayCordons(nodes []corev1.Node, rems []gpuhealv1.NodeRemediation) Invar
 	}
 	var stray []string
 	for _, n := range nodes {
-		ours := n.Annotations["gpuheal.io/cordoned-by"] != ""
+		ours := n.Annotations[gpuhealv1.AnnotationCordonedBy] != ""
 		for _, t := range n.Spec.Taints {
-			ours = ours || t.Key == "gpuheal.io/unhealthy"
+			ours = ours || t.Key == gpuhealv1.TaintUnhealthy
 		}
 		if ours && !keep[n.Name] {
 			stray = append(stray, n.Name)

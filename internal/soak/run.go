@@ -135,10 +135,10 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 	return c.Create(ctx, &gpuhealv1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: policyName},
 		Spec: gpuhealv1.RemediationPolicySpec{
-			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{testenv.GPUPresentLabel: "true"}},
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{gpuhealv1.LabelNvidiaGPUPresent: "true"}},
 			UnhealthyConditions: []gpuhealv1.UnhealthyCondition{
-				{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
-				{Type: "KernelReady", Status: corev1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
+				{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
+				{Type: gpuhealv1.ConditionKernelReady, Status: corev1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
 			},
 			MaxUnhealthy: &twenty,
 			MaxParallel:  &parallel,
@@ -201,7 +201,7 @@ func (r *run) settled(ctx context.Context) bool {
 
 func brokenNode(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
-		if (c.Type == "AcceleratedHardwareReady" || c.Type == "KernelReady") && c.Status == corev1.ConditionFalse {
+		if (c.Type == gpuhealv1.ConditionAcceleratedHardwareReady || c.Type == gpuhealv1.ConditionKernelReady) && c.Status == corev1.ConditionFalse {
 			return true
 		}
 	}

@@ -97,7 +97,7 @@ func (s *sampler) sample(ctx context.Context, now time.Time) {
 	var pdbs policyv1.PodDisruptionBudgetList
 	var pods corev1.PodList
 	c := s.r.c
-	err := c.List(ctx, &nodes, client.MatchingLabels{testenv.GPUPresentLabel: "true"})
+	err := c.List(ctx, &nodes, client.MatchingLabels{gpuhealv1.LabelNvidiaGPUPresent: "true"})
 	if err == nil {
 		err = c.List(ctx, &rems)
 	}
