@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -25,16 +26,16 @@ func TestDriverRootOption(t *testing.T) {
 			if tc.env == "" {
 				_ = os.Unsetenv("GPUHEAL_DRIVER_ROOT")
 			}
-			o, _, err := parseOptions(append(base, tc.args...))
+			o, _, err := parseOptions(append(base, tc.args...), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.DriverRoot != tc.want {
-				t.Errorf("DriverRoot = %q, want %q", o.DriverRoot, tc.want)
+			if o.agent.DriverRoot != tc.want {
+				t.Errorf("DriverRoot = %q, want %q", o.agent.DriverRoot, tc.want)
 			}
 		})
 	}
-	_, _, err := parseOptions(append(base, "--driver-root=run/nvidia/driver"))
+	_, _, err := parseOptions(append(base, "--driver-root=run/nvidia/driver"), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--driver-root") {
 		t.Errorf("relative root: %v, want an error naming --driver-root", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/agent"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -52,9 +52,9 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 	for i := range slots {
 		slots[i] = testenv.NodeName(nodePrefix, i)
 	}
-	schedule := agent.DrawSchedule(o.Seed, slots, 8, p.faultsPerMinute, o.Duration)
+	faults := schedule.DrawSchedule(o.Seed, slots, 8, p.faultsPerMinute, o.Duration)
 	schedulePath := filepath.Join(workDir, "schedule.jsonl")
-	if err := agent.WriteSchedule(schedulePath, schedule); err != nil {
+	if err := schedule.WriteSchedule(schedulePath, faults); err != nil {
 		return nil, err
 	}
 
@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 		op := newOperator(r)
 		go op.run(samplerCtx)
 	}
-	log.Info("soak: fleet life under way", "faults scheduled", len(schedule), "until", time.Now().Add(o.Duration).Format(time.TimeOnly))
+	log.Info("soak: fleet life under way", "faults scheduled", len(faults), "until", time.Now().Add(o.Duration).Format(time.TimeOnly))
 	<-faultsCtx.Done()
 	if ctx.Err() != nil {
 		stopSampler()
@@ -112,10 +112,10 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 			log.Error("soak: undoing chaos", "err", err)
 		}
 	}
-	settled := r.quiesce(ctx, len(schedule))
+	settled := r.quiesce(ctx, len(faults))
 	stopSampler()
 	<-samplerDone
-	return r.report(ctx, s, chaos, settled, len(schedule))
+	return r.report(ctx, s, chaos, settled, len(faults))
 }
 
 // setupFleet creates the nodes, two training jobs that fill three quarters
