@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -34,7 +35,7 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.StringVar(&lo.Level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.NodeName, "node-name", "", "this node's name (downward API spec.nodeName)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, then $KUBECONFIG)")
-	fs.StringVar(&o.Backend, "gpu-backend", agent.BackendAuto, "how to read GPUs: auto (nvml, then smi), nvml, smi or sim")
+	fs.StringVar(&o.Backend, "gpu-backend", agent.BackendAuto, "how to read GPUs: auto (nvml, then smi), nvml, smi or sim (the simulator, for tests and the demo)")
 	fs.StringVar(&o.SMIPath, "nvidia-smi-path", "nvidia-smi", "nvidia-smi binary for the smi backend")
 	fs.DurationVar(&o.CallTimeout, "call-timeout", 2*time.Second, "time box of one GPU query (a failing GPU can block NVML for seconds)")
 	fs.IntVar(&o.ExpectedGPUs, "expected-gpus", 0, "GPUs this node should have (0: from the node's nvidia.com/gpu.count label)")
@@ -71,6 +72,7 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.DurationVar(&fleet.Resync, "sim-fleet-resync", 2*time.Second, "sim fleet: how often nodes are listed to start and stop agents")
 	fs.StringVar(&fleet.ScheduleFile, "sim-fleet-schedule", "", "sim fleet: fault schedule (JSON lines: at, slot, class, gpu), run from --sim-fleet-epoch")
 	epoch := fs.String("sim-fleet-epoch", "", "sim fleet: when the schedule starts, RFC 3339 (default: now); a restarted fleet goes on from its journal")
+	hideSimFlags(fs)
 	flagenv.Usage(fs)
 	fs.SetOutput(usage)
 	if err := fs.Parse(args); err != nil {
@@ -103,6 +105,18 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 		fleet.Epoch = t
 	}
 	return opts, lo, nil
+}
+
+// hideSimFlags keeps the simulator's flags (the sim backend's GPUs and
+// fault schedule, the sim fleet of the demo and the soak) out of --help,
+// which is for operators of real nodes; they still parse, and the
+// environment still sets them.
+func hideSimFlags(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, "sim-") {
+			f.Hidden = true
+		}
+	})
 }
 
 // checkConfigRequest is --check-config: main validates the file and exits
