@@ -109,3 +109,19 @@ const (
 	ReasonGPUFailurePredicted = "GPUFailurePredicted"
 	ReasonPredictorOff        = "PredictorOff"
 )
+
+// Keys the agent reads or writes that are not gpuheal's own labels.
+const (
+	// LabelNvidiaGPUCount (NVIDIA GPU feature discovery, or the test
+	// fleet) is how many GPUs the node should have; the agent reports
+	// fewer found as missing GPUs.
+	LabelNvidiaGPUCount = "nvidia.com/gpu.count"
+)
+
+// Reasons of the Events the agent writes on its Node, besides the rules'
+// own reasons (a warning problem's Event has its rule's reason).
+const (
+	// EventReasonGPUFailurePredicted (agent): a GPU's failure risk
+	// crossed the predictor's threshold.
+	EventReasonGPUFailurePredicted = "GPUFailurePredicted"
+)

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/logging"
+	"github.com/gpuheal/gpuheal/internal/simfleet"
 )
 
 // exitNoGPU is the documented exit code when no GPU (and no sim) is found,
@@ -21,7 +22,7 @@ import (
 const exitNoGPU = 3
 
 func main() {
-	opts, logOpts, err := parseOptions(os.Args[1:])
+	opts, logOpts, err := parseOptions(os.Args[1:], os.Stderr)
 	var check *checkConfigRequest
 	if errors.As(err, &check) {
 		if err := analyzer.CheckFile(check.path); err != nil {
@@ -55,16 +56,20 @@ func main() {
 // (docs/benchmarks.md, agent footprint).
 const defaultGCPercent = 25
 
-func run(ctx context.Context, opts *agent.Options, logOpts logging.Options) error {
+func run(ctx context.Context, opts *options, logOpts logging.Options) error {
 	log, err := logging.Setup(os.Stderr, logOpts)
 	if err != nil {
 		return err
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(opts.GCPercent)
+		debug.SetGCPercent(opts.agent.GCPercent)
 	}
-	if opts.SimFleet.Enabled {
-		return agent.RunSimFleet(ctx, opts, log)
+	if opts.fleet.Enabled {
+		return simfleet.Run(ctx, opts.fleet, opts.agent, log)
 	}
-	return agent.Run(ctx, opts, os.Stdout, log)
+	deps, err := agent.NewDeps(&opts.agent)
+	if err != nil {
+		return err
+	}
+	return agent.Run(ctx, &opts.agent, deps, os.Stdout, log)
 }

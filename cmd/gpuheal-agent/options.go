@@ -2,19 +2,32 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent"
+	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 	"github.com/gpuheal/gpuheal/internal/flagenv"
 	"github.com/gpuheal/gpuheal/internal/logging"
+	"github.com/gpuheal/gpuheal/internal/simfleet"
 )
 
+// options is everything gpuheal-agent can be told: one agent's, and the
+// sim fleet's (whose agents all run with the agent options but the node).
+type options struct {
+	agent agent.Options
+	fleet simfleet.Options
+}
+
 // parseOptions reads flags, then GPUHEAL_* variables for flags not given,
-// and validates once.
-func parseOptions(args []string) (*agent.Options, logging.Options, error) {
-	o := &agent.Options{}
+// and validates once. --help prints the usage to usage.
+func parseOptions(args []string, usage io.Writer) (*options, logging.Options, error) {
+	opts := &options{}
+	o, fleet := &opts.agent, &opts.fleet
 	var checkConfig string
 	var lo logging.Options
 	fs := pflag.NewFlagSet("gpuheal-agent", pflag.ContinueOnError)
@@ -22,7 +35,7 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.StringVar(&lo.Level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.NodeName, "node-name", "", "this node's name (downward API spec.nodeName)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, then $KUBECONFIG)")
-	fs.StringVar(&o.Backend, "gpu-backend", agent.BackendAuto, "how to read GPUs: auto (nvml, then smi), nvml, smi or sim")
+	fs.StringVar(&o.Backend, "gpu-backend", agent.BackendAuto, "how to read GPUs: auto (nvml, then smi), nvml, smi or sim (the simulator, for tests and the demo)")
 	fs.StringVar(&o.SMIPath, "nvidia-smi-path", "nvidia-smi", "nvidia-smi binary for the smi backend")
 	fs.DurationVar(&o.CallTimeout, "call-timeout", 2*time.Second, "time box of one GPU query (a failing GPU can block NVML for seconds)")
 	fs.IntVar(&o.ExpectedGPUs, "expected-gpus", 0, "GPUs this node should have (0: from the node's nvidia.com/gpu.count label)")
@@ -43,7 +56,7 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.BoolVar(&o.Standalone, "standalone", false, "run without Kubernetes: serve metrics only")
 	fs.BoolVar(&o.Once, "once", false, "with --standalone: print one snapshot and exit")
 	fs.StringVarP(&o.Output, "output", "o", "text", "snapshot format for --once: json or text")
-	fs.StringVar(&o.Predictor.Mode, "predictor", agent.PredictorOn, "failure predictor: on (risk metric, node annotation gpuheal.io/failure-risk, warning Event; it never starts a repair) or off")
+	fs.StringVar(&o.Predictor.Mode, "predictor", predictor.On, "failure predictor: on (risk metric, node annotation "+v1alpha1.AnnotationFailureRisk+", warning Event; it never starts a repair) or off")
 	fs.StringVar(&o.Predictor.ModelFile, "predictor-model", "", "failure predictor model file (default: the model shipped with gpuheal)")
 	fs.Float64Var(&o.Predictor.Threshold, "predictor-threshold", 0, "risk in (0,1] at which the predictor warns (default 0: the model's own threshold)")
 	fs.IntVar(&o.Sim.GPUs, "sim-gpus", 8, "sim backend: number of GPUs (1-8)")
@@ -51,15 +64,17 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	fs.Int64Var(&o.Sim.Seed, "sim-seed", 1, "sim backend: seed of the simulated values")
 	fs.StringVar(&o.Sim.ScheduleFile, "sim-schedule", "", "sim backend: YAML fault schedule")
 	fs.StringVar(&o.Sim.KernelLogFile, "sim-kernel-log", "", "sim backend: append the simulated kernel log (raw /dev/kmsg records) to this file")
-	fs.BoolVar(&o.SimFleet.Enabled, "sim-fleet", false, "run one simulated agent per GPU node of the cluster in this process (demo, soak); needs --gpu-backend sim")
-	fs.StringVar(&o.SimFleet.NodeSelector, "sim-fleet-node-selector", "nvidia.com/gpu.present=true", "sim fleet: label selector of the nodes that get an agent")
-	fs.StringVar(&o.SimFleet.Dir, "sim-fleet-dir", "", "sim fleet: directory for the simulated kernel logs (default: a temporary one)")
-	fs.Float64Var(&o.SimFleet.FaultsPerMinute, "sim-fleet-faults-per-minute", 0, "sim fleet: mean rate of faults drawn from the published failure mix (0: none)")
-	fs.Int64Var(&o.SimFleet.Seed, "sim-fleet-seed", 1, "sim fleet: seed of the fault draws")
-	fs.DurationVar(&o.SimFleet.Resync, "sim-fleet-resync", 2*time.Second, "sim fleet: how often nodes are listed to start and stop agents")
-	fs.StringVar(&o.SimFleet.ScheduleFile, "sim-fleet-schedule", "", "sim fleet: fault schedule (JSON lines: at, slot, class, gpu), run from --sim-fleet-epoch")
+	fs.BoolVar(&fleet.Enabled, "sim-fleet", false, "run one simulated agent per GPU node of the cluster in this process (demo, soak); needs --gpu-backend sim")
+	fs.StringVar(&fleet.NodeSelector, "sim-fleet-node-selector", v1alpha1.LabelNvidiaGPUPresent+"=true", "sim fleet: label selector of the nodes that get an agent")
+	fs.StringVar(&fleet.Dir, "sim-fleet-dir", "", "sim fleet: directory for the simulated kernel logs (default: a temporary one)")
+	fs.Float64Var(&fleet.FaultsPerMinute, "sim-fleet-faults-per-minute", 0, "sim fleet: mean rate of faults drawn from the published failure mix (0: none)")
+	fs.Int64Var(&fleet.Seed, "sim-fleet-seed", 1, "sim fleet: seed of the fault draws")
+	fs.DurationVar(&fleet.Resync, "sim-fleet-resync", 2*time.Second, "sim fleet: how often nodes are listed to start and stop agents")
+	fs.StringVar(&fleet.ScheduleFile, "sim-fleet-schedule", "", "sim fleet: fault schedule (JSON lines: at, slot, class, gpu), run from --sim-fleet-epoch")
 	epoch := fs.String("sim-fleet-epoch", "", "sim fleet: when the schedule starts, RFC 3339 (default: now); a restarted fleet goes on from its journal")
+	hideSimFlags(fs)
 	flagenv.Usage(fs)
+	fs.SetOutput(usage)
 	if err := fs.Parse(args); err != nil {
 		return nil, lo, err
 	}
@@ -75,7 +90,11 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 	if checkConfig != "" {
 		return nil, lo, &checkConfigRequest{path: checkConfig}
 	}
-	if err := o.Validate(); err != nil {
+	validate := o.Validate
+	if fleet.Enabled {
+		validate = func() error { return fleet.Validate(*o) }
+	}
+	if err := validate(); err != nil {
 		return nil, lo, err
 	}
 	if *epoch != "" {
@@ -83,9 +102,21 @@ func parseOptions(args []string) (*agent.Options, logging.Options, error) {
 		if err != nil {
 			return nil, lo, fmt.Errorf("--sim-fleet-epoch %q: want RFC 3339: %w", *epoch, err)
 		}
-		o.SimFleet.Epoch = t
+		fleet.Epoch = t
 	}
-	return o, lo, nil
+	return opts, lo, nil
+}
+
+// hideSimFlags keeps the simulator's flags (the sim backend's GPUs and
+// fault schedule, the sim fleet of the demo and the soak) out of --help,
+// which is for operators of real nodes; they still parse, and the
+// environment still sets them.
+func hideSimFlags(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if strings.HasPrefix(f.Name, "sim-") {
+			f.Hidden = true
+		}
+	})
 }
 
 // checkConfigRequest is --check-config: main validates the file and exits

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // --driver-root follows every other flag: a default, a GPUHEAL_ variable
@@ -25,17 +29,48 @@ func TestDriverRootOption(t *testing.T) {
 			if tc.env == "" {
 				_ = os.Unsetenv("GPUHEAL_DRIVER_ROOT")
 			}
-			o, _, err := parseOptions(append(base, tc.args...))
+			o, _, err := parseOptions(append(base, tc.args...), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.DriverRoot != tc.want {
-				t.Errorf("DriverRoot = %q, want %q", o.DriverRoot, tc.want)
+			if o.agent.DriverRoot != tc.want {
+				t.Errorf("DriverRoot = %q, want %q", o.agent.DriverRoot, tc.want)
 			}
 		})
 	}
-	_, _, err := parseOptions(append(base, "--driver-root=run/nvidia/driver"))
+	_, _, err := parseOptions(append(base, "--driver-root=run/nvidia/driver"), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--driver-root") {
 		t.Errorf("relative root: %v, want an error naming --driver-root", err)
+	}
+}
+
+// --help is for operators of real nodes: it shows no simulator flag, and
+// those flags still parse, from the command line and the environment.
+func TestHelpHidesTheSimulatorFlags(t *testing.T) {
+	var help strings.Builder
+	_, _, err := parseOptions([]string{"--help"}, &help)
+	if !errors.Is(err, pflag.ErrHelp) {
+		t.Fatalf("--help: %v, want pflag.ErrHelp", err)
+	}
+	if !strings.Contains(help.String(), "--gpu-backend") || !strings.Contains(help.String(), "--node-name") {
+		t.Fatalf("help lacks the ordinary flags:\n%s", help.String())
+	}
+	if strings.Contains(help.String(), "--sim-") {
+		t.Errorf("help shows simulator flags:\n%s", help.String())
+	}
+
+	t.Setenv("GPUHEAL_SIM_FLEET_SEED", "9")
+	o, _, err := parseOptions([]string{"--gpu-backend=sim", "--sim-fleet", "--sim-fleet-faults-per-minute=2",
+		"--sim-fleet-epoch=2026-03-01T00:00:00Z", "--sim-gpus=4", "--sim-schedule=faults.yaml"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.fleet.Enabled || o.fleet.FaultsPerMinute != 2 || o.fleet.Seed != 9 || o.fleet.Epoch.IsZero() ||
+		o.agent.Sim.GPUs != 4 || o.agent.Sim.ScheduleFile != "faults.yaml" {
+		t.Errorf("hidden flags did not parse: fleet %+v, sim %+v", o.fleet, o.agent.Sim)
+	}
+	if _, _, err := parseOptions([]string{"--sim-fleet", "--standalone", "--gpu-backend=sim"}, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "--sim-fleet needs a cluster") {
+		t.Errorf("--sim-fleet --standalone: %v", err)
 	}
 }

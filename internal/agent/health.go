@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/gpuheal/gpuheal/internal/agent/nodestatus"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu"
@@ -21,7 +22,7 @@ type healthLoop struct {
 	onResult func(r analyzer.Result, healthyGPUs int)
 	// conditions publishes on the Node (nil outside a cluster); other
 	// sources of conditions (the predictor) publish through it too.
-	conditions *conditionPublisher
+	conditions *nodestatus.Conditions
 
 	mu      sync.Mutex
 	hooks   []func(*analyzer.RuleSet)

@@ -5,14 +5,11 @@ package agent
 
 import (
 	"fmt"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"time"
 
-	"k8s.io/client-go/rest"
-
-	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 )
 
 // Backends the agent can read GPUs through.
@@ -78,22 +75,9 @@ type Options struct {
 	Output     string
 
 	// Predictor configures the failure predictor (docs/predictor.md).
-	Predictor PredictorOptions
+	Predictor predictor.Options
 
 	Sim SimOptions
-	// SimFleet runs one simulated agent per GPU node of the cluster in
-	// this process (the demo and the soak test); see RunSimFleet.
-	SimFleet SimFleetOptions
-
-	// Set by RunSimFleet for each of its agents: a ready backend, the
-	// fleet's shared API client, and where to hand the metrics handler
-	// instead of listening.
-	source         gpu.Source
-	kube           rest.Interface
-	publishMetrics func(http.Handler)
-	// predictorModel is the loaded model, set once by RunSimFleet so its
-	// agents share it; nil makes Run load it.
-	predictorModel *predictorModel
 }
 
 // SimOptions configure the simulated backend.
@@ -132,7 +116,7 @@ func (o *Options) Validate() error {
 	if o.Output != "json" && o.Output != "text" {
 		return fmt.Errorf("--output %q: want json or text", o.Output)
 	}
-	if !o.Standalone && o.NodeName == "" && !o.SimFleet.Enabled {
+	if !o.Standalone && o.NodeName == "" {
 		return fmt.Errorf("--node-name is required inside a cluster (set it from the downward API spec.nodeName), or use --standalone")
 	}
 	if o.PushGateway != "" {
@@ -150,30 +134,11 @@ func (o *Options) Validate() error {
 	if o.GCPercent < 10 {
 		return fmt.Errorf("--gc-percent %d: must be at least 10", o.GCPercent)
 	}
-	if err := o.Predictor.validate(); err != nil {
+	if err := o.Predictor.Validate(); err != nil {
 		return err
-	}
-	if o.SimFleet.Enabled {
-		if err := o.validateSimFleet(); err != nil {
-			return err
-		}
 	}
 	if o.Backend == BackendSim && (o.Sim.GPUs < 1 || o.Sim.GPUs > 8) {
 		return fmt.Errorf("--sim-gpus %d: must be 1 to 8", o.Sim.GPUs)
-	}
-	return nil
-}
-
-func (o *Options) validateSimFleet() error {
-	switch {
-	case o.Standalone:
-		return errSimFleetStandalone
-	case o.Backend != BackendSim:
-		return fmt.Errorf("--sim-fleet needs --gpu-backend sim, not %q", o.Backend)
-	case o.SimFleet.FaultsPerMinute < 0:
-		return fmt.Errorf("--sim-fleet-faults-per-minute %v: must be 0 (none) or more", o.SimFleet.FaultsPerMinute)
-	case o.SimFleet.Resync < 100*time.Millisecond:
-		return fmt.Errorf("--sim-fleet-resync %v: must be at least 100ms", o.SimFleet.Resync)
 	}
 	return nil
 }

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 )
 
 func validOptions() Options {
@@ -54,16 +57,16 @@ func TestValidateNamesTheBadOption(t *testing.T) {
 }
 
 func TestExpectedFromNodeLabel(t *testing.T) {
-	node := func(labels map[string]string) *kubeNode {
-		return &kubeNode{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels}}
+	node := func(labels map[string]string) *kubecore.Node {
+		return &kubecore.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels}}
 	}
-	if n, err := expectedFromNode(node(map[string]string{GPUCountLabel: "8"})); n != 8 || err != nil {
+	if n, err := expectedFromNode(node(map[string]string{v1alpha1.LabelNvidiaGPUCount: "8"})); n != 8 || err != nil {
 		t.Errorf("label 8: got %d, %v", n, err)
 	}
 	if n, err := expectedFromNode(node(nil)); n != 0 || err != nil {
 		t.Errorf("no label: got %d, %v", n, err)
 	}
-	if _, err := expectedFromNode(node(map[string]string{GPUCountLabel: "eight"})); err == nil || !strings.Contains(err.Error(), `"eight"`) {
+	if _, err := expectedFromNode(node(map[string]string{v1alpha1.LabelNvidiaGPUCount: "eight"})); err == nil || !strings.Contains(err.Error(), `"eight"`) {
 		t.Errorf("bad label: err %v", err)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
+	"github.com/gpuheal/gpuheal/internal/agent/nodestatus"
+	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu"
@@ -26,20 +28,17 @@ import (
 	"github.com/gpuheal/gpuheal/internal/xid"
 )
 
-// Run is gpuheal-agent: it opens the GPU backend and collects until ctx
-// ends. With Standalone+Once it prints one snapshot to out and returns.
-func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error {
-	// A bad model file stops the agent before it touches a GPU.
-	model, err := loadPredictorModel(o)
-	if err != nil {
-		return err
+// Run is gpuheal-agent: it collects from d.Source until ctx ends, and
+// closes it. With Standalone+Once it prints one snapshot to out and
+// returns.
+func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logger) error {
+	if d.Source == nil {
+		return errors.New("agent: no GPU backend given")
 	}
-	src := o.source
-	if src == nil {
-		var err error
-		if src, err = openSource(o); err != nil {
-			return err
-		}
+	src, model, kube := d.Source, d.Model, d.Kube
+	clk := d.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
 	}
 	defer func() {
 		if err := src.Close(); err != nil {
@@ -58,7 +57,7 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 		expectedGPUs: func() int { return int(expected.Load()) },
 		exp:          exp,
 		log:          log,
-		now:          time.Now,
+		now:          clk.Now,
 		returnMemory: o.ReturnMemory,
 	}
 
@@ -72,40 +71,32 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 		return printSnapshot(out, snap, o.Output)
 	}
 
-	// One client for everything the agent says to the API server.
-	kube := o.kube
-	if !o.Standalone && kube == nil {
-		var err error
-		if kube, err = clientFor(o.Kubeconfig, 0); err != nil {
-			return err
-		}
-	}
 	if kube != nil && o.ExpectedGPUs == 0 {
 		go watchExpectedGPUs(ctx, kube, o.NodeName, &expected, log)
 	}
 
-	health, err := startHealth(ctx, o, exp, kube, log)
+	health, err := startHealth(ctx, o, exp, kube, clk, log)
 	if err != nil {
 		return err
 	}
 	c.onSnapshot = health.setSnapshot
 	onFinding := health.addFinding
-	pred, err := startPredictor(ctx, o, model, exp, kube, log)
+	pred, err := startPredictor(ctx, o, model, exp, kube, clk, log)
 	if err != nil {
 		return err
 	}
 	if health.conditions != nil {
 		if pred != nil {
-			pred.condition = health.conditions.setExtra
+			pred.Condition = health.conditions.SetExtra
 		} else {
-			health.conditions.setExtra(offCondition(time.Now()))
+			health.conditions.SetExtra(predictor.OffCondition(clk.Now()))
 		}
 	}
 	if pred != nil {
-		c.beforeExport = pred.observe
+		c.beforeExport = pred.Observe
 		onFinding = func(f finding.Finding) {
 			health.addFinding(f)
-			pred.addFinding(f)
+			pred.AddFinding(f)
 		}
 	}
 
@@ -124,13 +115,13 @@ func Run(ctx context.Context, o *Options, out io.Writer, log *slog.Logger) error
 		})
 	}
 
-	if o.publishMetrics != nil {
+	if d.PublishMetrics != nil {
 		// One of a sim fleet's agents: the fleet serves every node's metrics.
-		o.publishMetrics(exp.Handler())
+		d.PublishMetrics(exp.Handler())
 		c.run(ctx, o.Interval)
 		return nil
 	}
-	srv, addr, err := serveMetrics(o.MetricsAddress, exp.Handler())
+	srv, addr, err := ServeHTTP(o.MetricsAddress, metricsMux(exp.Handler()))
 	if err != nil {
 		return err
 	}
@@ -154,17 +145,18 @@ func instanceName(o *Options) string {
 	return "standalone"
 }
 
-// serveMetrics serves h at /metrics with a /healthz beside it.
-func serveMetrics(addr string, h http.Handler) (*http.Server, string, error) {
+// metricsMux serves h at /metrics with a /healthz beside it.
+func metricsMux(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	return serveHTTP(addr, mux)
+	return mux
 }
 
-// serveHTTP listens first, so a port in use fails the start instead of a
-// log line later, and returns the bound address (":0" in tests).
-func serveHTTP(addr string, h http.Handler) (*http.Server, string, error) {
+// ServeHTTP serves h on addr. It listens first, so a port in use fails
+// the start instead of a log line later, and returns the bound address
+// (":0" in tests).
+func ServeHTTP(addr string, h http.Handler) (*http.Server, string, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("listening for metrics on %s: %w", addr, err)
@@ -276,7 +268,7 @@ func xidCatalog(o *Options, overrides map[uint64]xid.Override) (xid.Catalog, err
 // startHealth loads the rules (the defaults, or --config, watched for
 // changes), and runs the analyzer on every snapshot and finding. Inside a
 // cluster its conditions are published on the agent's own Node.
-func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube rest.Interface, log *slog.Logger) (*healthLoop, error) {
+func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube rest.Interface, clk clock.Clock, log *slog.Logger) (*healthLoop, error) {
 	rules := analyzer.DefaultRuleSet()
 	if o.ConfigFile != "" {
 		var err error
@@ -284,7 +276,7 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube r
 			return nil, fmt.Errorf("--config: %w", err)
 		}
 	}
-	engine := analyzer.NewEngine(rules, clock.RealClock{})
+	engine := analyzer.NewEngine(rules, clk)
 	if boot, err := kmsg.ReadBootID(kmsg.DefaultBootIDPath); err == nil {
 		engine.Reboot(boot)
 	}
@@ -292,13 +284,13 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube r
 	if err := exp.Registry().Register(hm); err != nil {
 		return nil, fmt.Errorf("registering health metrics: %w", err)
 	}
-	var pub *conditionPublisher
-	var events *warningEvents
+	var pub *nodestatus.Conditions
+	var events *nodestatus.WarningEvents
 	if kube != nil {
-		pub = newConditionPublisher(kube, o.NodeName, log)
-		go pub.run(ctx)
-		events = newWarningEvents(kube, o.NodeName, log)
-		go events.run(ctx)
+		pub = nodestatus.NewConditions(kube, o.NodeName, clk, log)
+		go pub.Run(ctx)
+		events = nodestatus.NewWarningEvents(kube, o.NodeName, clk, log)
+		go events.Run(ctx)
 	}
 	h := newHealthLoop(engine, func(r analyzer.Result, healthy int) {
 		// The collection that led here has just encoded the metrics; encode
@@ -310,8 +302,8 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube r
 			log.Warn("health rule failed", "err", err)
 		}
 		if pub != nil {
-			pub.set(r.Conditions, healthy, activeWarnings(r))
-			events.offer(r)
+			pub.Set(r.Conditions, healthy, activeWarnings(r))
+			events.Offer(r)
 		}
 	})
 	h.conditions = pub

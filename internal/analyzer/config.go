@@ -11,15 +11,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/xid"
-)
-
-// Condition types a rule may set. Only these two: a typo in a config file
-// must not invent a node condition nobody watches.
-const (
-	AcceleratedHardwareReady = "AcceleratedHardwareReady"
-	KernelReady              = "KernelReady"
 )
 
 // Scope says what one evaluation of a rule's expression sees.
@@ -196,10 +190,12 @@ func (r rawRule) compile() (*Rule, error) {
 		rule.Action = finding.ActionNone
 	}
 	switch r.Condition {
-	case AcceleratedHardwareReady, KernelReady:
+	// Only these two: a typo in a config file must not invent a node
+	// condition nobody watches.
+	case v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady:
 		rule.Condition = r.Condition
 	default:
-		return nil, fmt.Errorf("condition: %q: want %s or %s", r.Condition, AcceleratedHardwareReady, KernelReady)
+		return nil, fmt.Errorf("condition: %q: want %s or %s", r.Condition, v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady)
 	}
 	if r.For != nil {
 		rule.For = time.Duration(*r.For)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
 
@@ -15,7 +16,7 @@ func TestDefaultRuleSet(t *testing.T) {
 		t.Errorf("default rules: %d, want %d (update the table in the report and doc.go)", got, want)
 	}
 	for _, r := range rs.Rules {
-		if r.Condition != AcceleratedHardwareReady && r.Condition != KernelReady {
+		if r.Condition != v1alpha1.ConditionAcceleratedHardwareReady && r.Condition != v1alpha1.ConditionKernelReady {
 			t.Errorf("rule %s: condition %q", r.Name, r.Condition)
 		}
 	}
@@ -100,7 +101,7 @@ func TestDefaultRulesSim(t *testing.T) {
 			if diff := cmp.Diff(tt.want, active(res)); diff != "" {
 				t.Errorf("active problems (-want +got):\n%s", diff)
 			}
-			c := condition(t, res, AcceleratedHardwareReady)
+			c := condition(t, res, v1alpha1.ConditionAcceleratedHardwareReady)
 			wantStatus, wantReason := StatusFalse, tt.reason
 			if tt.reason == "" {
 				wantStatus, wantReason = StatusTrue, "AcceleratedHardwareIsReady"
@@ -108,7 +109,7 @@ func TestDefaultRulesSim(t *testing.T) {
 			if c.Status != wantStatus || c.Reason != wantReason {
 				t.Errorf("condition = %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, wantStatus, wantReason)
 			}
-			if k := condition(t, res, KernelReady); k.Status != StatusTrue {
+			if k := condition(t, res, v1alpha1.ConditionKernelReady); k.Status != StatusTrue {
 				t.Errorf("KernelReady = %+v, want True", k)
 			}
 			for _, p := range res.Problems {

@@ -20,6 +20,13 @@
 //     isolated Xid 119s, benign row remaps, thermal excursions, chronic
 //     low-level error counts, and application Xid 13/31/43 crash loops.
 //
+// It is not the sim fleet (internal/simfleet, gpuheal-agent --sim-fleet):
+// that one runs live agents against an API server for the demo and the
+// soak, each GPU failing at once with one injectable fault, to exercise
+// detection and remediation. fleetsim runs offline and models what the
+// sim fleet leaves out, the weeks of signals before a failure, so the two
+// share the Llama 3 counts but no code.
+//
 // Output is a pure function of Options: each GPU slot draws from its own
 // random stream seeded by (seed, slot), so the bytes do not depend on the
 // number of workers.

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuheal/gpuheal/internal/agent"
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
 
 // chaosMonkey does one disruptive thing at a time, at random times, and
@@ -242,7 +242,7 @@ var brokenSMIOutputs = []string{
 // shorter than the minute the default rules wait before an unreadable
 // driver counts as a fault: a damaged read alone must not start a repair.
 func (m *chaosMonkey) brokenSMI(ctx context.Context) error {
-	dir := filepath.Join(m.r.simFleetDir(), agent.SMIChaosDir)
+	dir := filepath.Join(m.r.simFleetDir(), schedule.SMIChaosDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -267,5 +267,5 @@ func (m *chaosMonkey) brokenSMI(ctx context.Context) error {
 
 // clearSMIChaos gives every agent its GPUs back.
 func clearSMIChaos(fleetDir string) error {
-	return os.RemoveAll(filepath.Join(fleetDir, agent.SMIChaosDir))
+	return os.RemoveAll(filepath.Join(fleetDir, schedule.SMIChaosDir))
 }

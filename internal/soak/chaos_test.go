@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuheal/gpuheal/internal/agent"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
 
 // TestBrokenSMIIsUndone: the chaos puts broken nvidia-smi output in place
@@ -29,7 +29,7 @@ func TestBrokenSMIIsUndone(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.brokenSMI(ctx) }()
 
-	dir := filepath.Join(r.simFleetDir(), agent.SMIChaosDir)
+	dir := filepath.Join(r.simFleetDir(), schedule.SMIChaosDir)
 	deadline := time.Now().Add(10 * time.Second)
 	var names []string
 	for len(names) == 0 && time.Now().Before(deadline) {

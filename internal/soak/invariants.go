@@ -13,9 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/agent"
 	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/audit/sqlite"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
 
 // Invariant is one promise and whether the run kept it.
@@ -29,7 +29,7 @@ type Invariant struct {
 // exactly one incident on its node, which ended; a Failed or Cancelled one
 // is listed with its reason (a recorded refusal or outcome, not a silent
 // one).
-func faultsRemediatedOnce(injections []agent.Injection, rems []gpuhealv1.NodeRemediation) (Invariant, map[string]int) {
+func faultsRemediatedOnce(injections []schedule.Injection, rems []gpuhealv1.NodeRemediation) (Invariant, map[string]int) {
 	inv := Invariant{Name: "every injected fatal fault led to exactly one completed remediation", OK: true}
 	outcomes := map[string]int{}
 	byNode := map[string][]gpuhealv1.NodeRemediation{}
@@ -113,9 +113,9 @@ func noStrayCordons(nodes []corev1.Node, rems []gpuhealv1.NodeRemediation) Invar
 	}
 	var stray []string
 	for _, n := range nodes {
-		ours := n.Annotations["gpuheal.io/cordoned-by"] != ""
+		ours := n.Annotations[gpuhealv1.AnnotationCordonedBy] != ""
 		for _, t := range n.Spec.Taints {
-			ours = ours || t.Key == "gpuheal.io/unhealthy"
+			ours = ours || t.Key == gpuhealv1.TaintUnhealthy
 		}
 		if ours && !keep[n.Name] {
 			stray = append(stray, n.Name)

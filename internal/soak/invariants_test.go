@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/agent"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
 
 func incident(name, node string, opened, ended time.Time, phase gpuhealv1.Phase) gpuhealv1.NodeRemediation {
@@ -25,7 +25,7 @@ func incident(name, node string, opened, ended time.Time, phase gpuhealv1.Phase)
 // by it; a fault after the incident ended, with none of its own, is not.
 func TestFaultDuringAnOpenIncidentIsCovered(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	inj := []agent.Injection{
+	inj := []schedule.Injection{
 		{Node: "n1", Time: t0, Fatal: true, Class: "nvlink-down"},
 		{Node: "n1", Time: t0.Add(90 * time.Second), Fatal: true, Class: "faulty-gpu"},
 		{Node: "n2", Time: t0, Fatal: true, Class: "hbm3-dbe"},

@@ -8,8 +8,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
-	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
 // operator is the manual practice gpuheal is measured against: a person
@@ -53,7 +53,7 @@ func (o *operator) run(ctx context.Context) {
 
 func (o *operator) pass(ctx context.Context, now time.Time) {
 	var nodes corev1.NodeList
-	if err := o.r.c.List(ctx, &nodes, client.MatchingLabels{testenv.GPUPresentLabel: "true"}); err != nil {
+	if err := o.r.c.List(ctx, &nodes, client.MatchingLabels{gpuhealv1.LabelNvidiaGPUPresent: "true"}); err != nil {
 		return
 	}
 	for i := range nodes.Items {

@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/agent"
 	"github.com/gpuheal/gpuheal/internal/procs"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
 
 // NodeHourPrice is the on-demand price of an 8-GPU p4d.24xlarge, the
@@ -96,7 +96,7 @@ func (r *run) report(ctx context.Context, s *sampler, chaos *chaosMonkey, settle
 	}
 	rep := &Report{Mode: r.opts.Mode, Nodes: r.opts.Nodes, Duration: r.opts.Duration, Speed: r.opts.Speed, Seed: r.opts.Seed,
 		FaultsScheduled: scheduled, Settled: settled, Remediations: map[string]int{}, CrashRestarts: crashes}
-	injections, err := agent.ReadInjections(r.simFleetDir())
+	injections, err := schedule.ReadInjections(r.simFleetDir())
 	if err != nil {
 		return nil, fmt.Errorf("reading the injection journal: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/agent"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -52,9 +52,9 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 	for i := range slots {
 		slots[i] = testenv.NodeName(nodePrefix, i)
 	}
-	schedule := agent.DrawSchedule(o.Seed, slots, 8, p.faultsPerMinute, o.Duration)
+	faults := schedule.DrawSchedule(o.Seed, slots, 8, p.faultsPerMinute, o.Duration)
 	schedulePath := filepath.Join(workDir, "schedule.jsonl")
-	if err := agent.WriteSchedule(schedulePath, schedule); err != nil {
+	if err := schedule.WriteSchedule(schedulePath, faults); err != nil {
 		return nil, err
 	}
 
@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 		op := newOperator(r)
 		go op.run(samplerCtx)
 	}
-	log.Info("soak: fleet life under way", "faults scheduled", len(schedule), "until", time.Now().Add(o.Duration).Format(time.TimeOnly))
+	log.Info("soak: fleet life under way", "faults scheduled", len(faults), "until", time.Now().Add(o.Duration).Format(time.TimeOnly))
 	<-faultsCtx.Done()
 	if ctx.Err() != nil {
 		stopSampler()
@@ -112,10 +112,10 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 			log.Error("soak: undoing chaos", "err", err)
 		}
 	}
-	settled := r.quiesce(ctx, len(schedule))
+	settled := r.quiesce(ctx, len(faults))
 	stopSampler()
 	<-samplerDone
-	return r.report(ctx, s, chaos, settled, len(schedule))
+	return r.report(ctx, s, chaos, settled, len(faults))
 }
 
 // setupFleet creates the nodes, two training jobs that fill three quarters
@@ -135,10 +135,10 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 	return c.Create(ctx, &gpuhealv1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: policyName},
 		Spec: gpuhealv1.RemediationPolicySpec{
-			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{testenv.GPUPresentLabel: "true"}},
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{gpuhealv1.LabelNvidiaGPUPresent: "true"}},
 			UnhealthyConditions: []gpuhealv1.UnhealthyCondition{
-				{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
-				{Type: "KernelReady", Status: corev1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
+				{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
+				{Type: gpuhealv1.ConditionKernelReady, Status: corev1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
 			},
 			MaxUnhealthy: &twenty,
 			MaxParallel:  &parallel,
@@ -201,7 +201,7 @@ func (r *run) settled(ctx context.Context) bool {
 
 func brokenNode(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
-		if (c.Type == "AcceleratedHardwareReady" || c.Type == "KernelReady") && c.Status == corev1.ConditionFalse {
+		if (c.Type == gpuhealv1.ConditionAcceleratedHardwareReady || c.Type == gpuhealv1.ConditionKernelReady) && c.Status == corev1.ConditionFalse {
 			return true
 		}
 	}

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/agent"
 	"github.com/gpuheal/gpuheal/internal/procs"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -97,7 +97,7 @@ func (s *sampler) sample(ctx context.Context, now time.Time) {
 	var pdbs policyv1.PodDisruptionBudgetList
 	var pods corev1.PodList
 	c := s.r.c
-	err := c.List(ctx, &nodes, client.MatchingLabels{testenv.GPUPresentLabel: "true"})
+	err := c.List(ctx, &nodes, client.MatchingLabels{gpuhealv1.LabelNvidiaGPUPresent: "true"})
 	if err == nil {
 		err = c.List(ctx, &rems)
 	}
@@ -171,7 +171,7 @@ func (s *sampler) capacity(now time.Time, dt time.Duration, nodes []corev1.Node,
 		if !up {
 			s.lostNodeTime += dt
 		}
-		inService[agent.SlotOf(n.Name)] = inService[agent.SlotOf(n.Name)] || up
+		inService[schedule.SlotOf(n.Name)] = inService[schedule.SlotOf(n.Name)] || up
 	}
 	for i := range s.r.opts.Nodes {
 		slot := testenv.NodeName(nodePrefix, i)
