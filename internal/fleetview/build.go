@@ -12,9 +12,9 @@ import (
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 )
 
-// shownConditions are the node conditions a state is read from: the
+// ConditionTypes are the node conditions a state is read from: the
 // agent's two and the kubelet's.
-var shownConditions = []corev1.NodeConditionType{
+var ConditionTypes = []corev1.NodeConditionType{
 	v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, corev1.NodeReady,
 }
 
@@ -101,7 +101,7 @@ func RowOf(n *corev1.Node, open *v1alpha1.NodeRemediation) Row {
 		r.ActiveWarnings = w
 	}
 	unhealthy := false
-	for _, t := range shownConditions {
+	for _, t := range ConditionTypes {
 		for _, c := range n.Status.Conditions {
 			if c.Type != t {
 				continue
