@@ -29,9 +29,9 @@ func newScoreCommand(out io.Writer, k *cluster) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "score [NODE...] [-o table|wide|json|yaml]",
 		Short: "Health score and tier of every node (or of each NODE), worst first",
-		Long: `Reads the health score (annotation gpuheal.io/health-score), the tier (label
-gpuheal.io/health-tier) and the per-GPU scores (annotation
-gpuheal.io/gpu-health-scores) that the controller publishes on each Node, and
+		Long: `Reads the health score (annotation ` + gpuhealv1.AnnotationHealthScore + `), the tier (label
+` + gpuhealv1.LabelHealthTier + `) and the per-GPU scores (annotation
+` + gpuhealv1.AnnotationGPUHealthScores + `) that the controller publishes on each Node, and
 prints them worst first; nodes not scored yet come last. See docs/health-score.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.node != "" {

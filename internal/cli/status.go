@@ -33,7 +33,7 @@ func newStatusCommand(out io.Writer, k *cluster) *cobra.Command {
 		Use:   "status [NODE...] [--watch] [-o table|wide|json|yaml]",
 		Short: "The fleet at a glance: every GPU node, worst first",
 		Long: `One row per GPU node (or per NODE named): its state, GPUs healthy/total (the
-agent's gpuheal.io/gpu-healthy-count label against the node's nvidia.com/gpu
+agent's ` + gpuhealv1.LabelGPUHealthyCount + ` label against the node's ` + gpuhealv1.ResourceNvidiaGPU + `
 capacity), the conditions that make it unhealthy, cordon, health tier and
 score, the open remediation's phase and action, and age; -o wide adds the
 incident and the agent's active warnings.
