@@ -125,3 +125,15 @@ const (
 	// crossed the predictor's threshold.
 	EventReasonGPUFailurePredicted = "GPUFailurePredicted"
 )
+// Keys NVIDIA's device plugin and GPU feature discovery publish on GPU
+// Nodes (the test fleet plays them); gpuheal only reads them. The CLI and
+// the status page count a node's GPUs from the resource, else the label.
+const (
+	ResourceNvidiaGPU     = "nvidia.com/gpu"
+	LabelNvidiaGPUCount   = "nvidia.com/gpu.count"
+	LabelNvidiaGPUProduct = "nvidia.com/gpu.product"
+)
+
+// ConditionBreakerOpen (controller) is the RemediationPolicy status
+// condition that says the maxUnhealthy circuit breaker stopped new repairs.
+const ConditionBreakerOpen = "BreakerOpen"

@@ -25,7 +25,9 @@ const (
 
 // auditSourceOptions says where incidents and audit read the audit log.
 type auditSourceOptions struct {
-	kube          kubeOptions
+	kube *cluster
+	// namespace is -n, read when the command runs (kubectl's flag, whose
+	// default here is the controller's namespace, not the context's).
 	namespace     string
 	service       string
 	port          string
@@ -35,8 +37,6 @@ type auditSourceOptions struct {
 }
 
 func (o *auditSourceOptions) addFlags(fs *pflag.FlagSet) {
-	o.kube.addFlags(fs)
-	fs.StringVarP(&o.namespace, "namespace", "n", auditapi.DefaultNamespace, "namespace of the controller's Service")
 	fs.StringVar(&o.service, "service", auditapi.DefaultService, "the controller's Service, reached through the API server's service proxy")
 	fs.StringVar(&o.port, "service-port", auditapi.DefaultPort, "name or number of the Service's metrics port")
 	fs.StringVar(&o.controllerURL, "controller-url", "", "talk to the controller directly (a port-forward: http://localhost:8080) instead of through the API server")
@@ -48,6 +48,15 @@ func (o *auditSourceOptions) addFlags(fs *pflag.FlagSet) {
 func (o *auditSourceOptions) addFileFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dbPath, "audit-db", "", "read a SQLite audit file offline (a copy, or the live file: it is opened read-only)")
 	fs.StringVar(&o.jsonlPath, "audit-jsonl", "", "read a JSON lines audit file offline (a JSONL sink's file, or an export)")
+}
+
+// resolve reads -n of cmd (the controller's namespace when not given);
+// call it before open.
+func (o *auditSourceOptions) resolve(cmd *cobra.Command) {
+	o.namespace = auditapi.DefaultNamespace
+	if o.kube != nil {
+		o.namespace = o.kube.namespace(cmd, auditapi.DefaultNamespace)
+	}
 }
 
 // open returns the reader the flags choose and a function to release it.
@@ -77,6 +86,9 @@ func (o *auditSourceOptions) open(ctx context.Context) (audit.Reader, func(), er
 	case o.controllerURL != "":
 		c, err := auditapi.NewClient(o.controllerURL, nil)
 		return c, noop, err
+	}
+	if o.kube == nil {
+		return nil, nil, errors.New("give --audit-db or --audit-jsonl")
 	}
 	cfg, err := o.kube.restConfig()
 	if err != nil {
@@ -123,19 +135,43 @@ func (p jsonlFile) Export(_ context.Context, w io.Writer) error {
 	return err
 }
 
-func newAuditCommand(out io.Writer) *cobra.Command {
+func newAuditCommand(out io.Writer, k *cluster) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Verify or export the controller's audit log",
 	}
-	cmd.AddCommand(newAuditVerifyCommand(out), newAuditExportCommand(out))
+	cmd.AddCommand(newAuditVerifyCommand(out, k), newAuditExportCommand(out, k))
 	return cmd
 }
 
-func newAuditVerifyCommand(out io.Writer) *cobra.Command {
-	o := &auditSourceOptions{}
+// verifyReport is audit verify's JSON and YAML.
+type verifyReport struct {
+	OK       bool         `json:"ok"`
+	Records  uint64       `json:"records"`
+	HeadSeq  uint64       `json:"headSeq"`
+	HeadHash string       `json:"headHash"`
+	FirstBad *verifyBreak `json:"firstBad,omitempty"`
+}
+
+type verifyBreak struct {
+	Seq     uint64 `json:"seq"`
+	Key     string `json:"key,omitempty"`
+	Problem string `json:"problem"`
+}
+
+func verifyReportOf(rep audit.Report) verifyReport {
+	v := verifyReport{OK: rep.OK, Records: rep.Records, HeadSeq: rep.Head.Seq, HeadHash: rep.Head.Hash}
+	if b := rep.FirstBad; b != nil {
+		v.FirstBad = &verifyBreak{Seq: b.Seq, Key: b.Key, Problem: b.Problem}
+	}
+	return v
+}
+
+func newAuditVerifyCommand(out io.Writer, k *cluster) *cobra.Command {
+	o := &auditSourceOptions{kube: k}
+	var p *printer
 	cmd := &cobra.Command{
-		Use:   "verify",
+		Use:   "verify [-o table|json|yaml]",
 		Short: "Check the audit log's hash chain: no record removed, reordered or edited",
 		Long: `Walks the audit log's hash chain and prints OK with the record count and the
 head (keep a copy of the head elsewhere: a rewritten chain has another), or the
@@ -147,6 +183,7 @@ By default it asks the controller, through the API server's service proxy;
 Exit status: 0 the chain holds, 2 it is broken, 4 the log could not be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.resolve(cmd)
 			r, closeFn, err := o.open(cmd.Context())
 			if err != nil {
 				return &ExitError{Code: exitUnreadable, Err: err}
@@ -156,19 +193,26 @@ Exit status: 0 the chain holds, 2 it is broken, 4 the log could not be read.`,
 			if err != nil {
 				return &ExitError{Code: exitUnreadable, Err: err}
 			}
-			fmt.Fprintln(out, rep.String())
+			err = p.print(out, verifyReportOf(rep), func(w io.Writer, _ bool) error {
+				_, err := fmt.Fprintln(w, rep.String())
+				return err
+			})
+			if err != nil {
+				return err
+			}
 			if !rep.OK {
 				return &ExitError{Code: exitChainBroken, Err: errSilent}
 			}
 			return nil
 		},
 	}
+	p = addPrinter(cmd, outTable, outJSON, outYAML)
 	o.addFlags(cmd.Flags())
 	return cmd
 }
 
-func newAuditExportCommand(out io.Writer) *cobra.Command {
-	o := &auditSourceOptions{}
+func newAuditExportCommand(out io.Writer, k *cluster) *cobra.Command {
+	o := &auditSourceOptions{kube: k}
 	var format string
 	cmd := &cobra.Command{
 		Use:   "export [--format jsonl]",
@@ -180,6 +224,7 @@ in docs/audit.md). The output verifies on its own: gpuheal audit verify --audit-
 			if format != "jsonl" {
 				return fmt.Errorf("--format %q: want jsonl", format)
 			}
+			o.resolve(cmd)
 			r, closeFn, err := o.open(cmd.Context())
 			if err != nil {
 				return &ExitError{Code: exitUnreadable, Err: err}

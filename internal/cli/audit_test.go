@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -56,6 +57,15 @@ func TestAuditVerifyAndExport(t *testing.T) {
 	out, code := runCLI(t, "", "incidents", "--audit-jsonl", file, "--since", "0", "-o", "json")
 	if code != 0 || strings.Count(out, `"incident":`) != 3 {
 		t.Errorf("incidents from the export: exit %d\n%s", code, out)
+	}
+	out, code = runCLI(t, "", "audit", "verify", "--audit-db", db, "-o", "json")
+	wantJSON := `{"ok":true,"records":16,"headSeq":16,"headHash":"` + rep.Head.Hash + `"}`
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(out)); code != 0 || err != nil || compact.String() != wantJSON {
+		t.Errorf("verify -o json: exit %d %v %s, want %s", code, err, out, wantJSON)
+	}
+	if out, code := runCLI(t, "", "audit", "verify", "--audit-db", db, "-o", "wide"); code == 0 || !strings.Contains(out, "want one of table, json, yaml") {
+		t.Errorf("verify -o wide: exit %d %q, want the allowed values", code, out)
 	}
 	if out, code := runCLI(t, "", "audit", "export", "--format", "csv", "--audit-db", db); code == 0 || !strings.Contains(out, `--format "csv"`) {
 		t.Errorf("csv: exit %d %q", code, out)

@@ -196,10 +196,10 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 	return &gpuhealv1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: demoPolicy},
 		Spec: gpuhealv1.RemediationPolicySpec{
-			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{testenv.GPUPresentLabel: "true"}},
+			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{gpuhealv1.LabelNvidiaGPUPresent: "true"}},
 			UnhealthyConditions: []gpuhealv1.UnhealthyCondition{
-				{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, For: hold},
-				{Type: "KernelReady", Status: corev1.ConditionFalse, For: hold},
+				{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, For: hold},
+				{Type: gpuhealv1.ConditionKernelReady, Status: corev1.ConditionFalse, For: hold},
 			},
 			MaxUnhealthy: &twenty,
 			MaxParallel:  &parallel,

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
 
 // demoView prints what happens in the fleet as it happens: detections,
@@ -61,7 +61,7 @@ func (v *demoView) run(ctx context.Context, exited <-chan string) error {
 
 func (v *demoView) poll(ctx context.Context, now time.Time) error {
 	var nodes corev1.NodeList
-	if err := v.c.List(ctx, &nodes, client.MatchingLabels{testenv.GPUPresentLabel: "true"}); err != nil {
+	if err := v.c.List(ctx, &nodes, client.MatchingLabels{gpuhealv1.LabelNvidiaGPUPresent: "true"}); err != nil {
 		return err
 	}
 	var rems gpuhealv1.NodeRemediationList
@@ -72,7 +72,8 @@ func (v *demoView) poll(ctx context.Context, now time.Time) error {
 	if err := v.c.List(ctx, &policies); err != nil {
 		return err
 	}
-	v.detections(now, nodes.Items)
+	fleet := fleetview.Build(nodes.Items, rems.Items)
+	v.detections(now, fleet.Nodes)
 	v.incidents(rems.Items)
 	for _, p := range policies.Items {
 		if open := p.Status.BreakerOpen; open != v.breaker[p.Name] {
@@ -86,31 +87,30 @@ func (v *demoView) poll(ctx context.Context, now time.Time) error {
 	}
 	if now.Sub(v.summaryAt) >= demoSummaryEvery {
 		v.summaryAt = now
-		v.summary(now, nodes.Items)
+		v.summary(now, &fleet.Summary)
 	}
 	return nil
 }
 
 // detections prints a node's GPU or kernel condition turning False (what
 // the agent found) and clears it when the node is healthy again.
-func (v *demoView) detections(now time.Time, nodes []corev1.Node) {
-	for i := range nodes {
-		n := &nodes[i]
+func (v *demoView) detections(now time.Time, rows []fleetview.Row) {
+	for _, r := range rows {
 		problem, message := "", ""
-		for _, c := range n.Status.Conditions {
-			if (c.Type == "AcceleratedHardwareReady" || c.Type == "KernelReady") && c.Status == corev1.ConditionFalse {
-				problem = string(c.Type) + "=False " + c.Reason
+		for _, c := range r.Conditions {
+			if (c.Type == gpuhealv1.ConditionAcceleratedHardwareReady || c.Type == gpuhealv1.ConditionKernelReady) && c.Bad() {
+				problem = c.Type + "=" + c.Status + " " + c.Reason
 				message = c.Message
 				break
 			}
 		}
 		switch {
-		case problem != "" && v.problems[n.Name] != problem:
+		case problem != "" && v.problems[r.Name] != problem:
 			// Once per reason: the message grows as more problems join.
-			v.problems[n.Name] = problem
-			v.line(now, "\x1b[31m", n.Name, "DETECTED "+problem+": "+shorten(message, 100))
+			v.problems[r.Name] = problem
+			v.line(now, "\x1b[31m", r.Name, "DETECTED "+problem+": "+shorten(message, 100))
 		case problem == "":
-			delete(v.problems, n.Name)
+			delete(v.problems, r.Name)
 		}
 	}
 }
@@ -153,24 +153,20 @@ func (v *demoView) describePhase(r *gpuhealv1.NodeRemediation, p gpuhealv1.Phase
 	return "\x1b[33m", strings.ToLower(string(p.Phase)) + msg
 }
 
-func (v *demoView) summary(now time.Time, nodes []corev1.Node) {
-	healthy := 0
-	for i := range nodes {
-		if testenv.NodeReady(&nodes[i]) && !nodes[i].Spec.Unschedulable && v.problems[nodes[i].Name] == "" {
-			healthy++
-		}
-	}
+// summary prints the fleet's counts (when given: nil at the end, when the
+// cluster is no longer read) and the times to recover so far.
+func (v *demoView) summary(now time.Time, fleet *fleetview.Summary) {
 	ttr := "-"
 	if len(v.recovered) > 0 {
 		s := slices.Clone(v.recovered)
 		slices.Sort(s)
 		ttr = fmt.Sprintf("p50 %s, max %s", s[len(s)/2], s[len(s)-1])
 	}
-	fleet := ""
-	if nodes != nil {
-		fleet = fmt.Sprintf("%d/%d nodes in service · ", healthy, len(nodes))
+	counts := ""
+	if fleet != nil {
+		counts = fmt.Sprintf("%d/%d nodes in service · ", fleet.Healthy+fleet.Warning, fleet.Nodes)
 	}
-	v.line(now, "\x1b[1m", "fleet", fmt.Sprintf("%s%d recovered, %d failed · time to recover %s", fleet, len(v.recovered), v.failed, ttr))
+	v.line(now, "\x1b[1m", "fleet", fmt.Sprintf("%s%d recovered, %d failed · time to recover %s", counts, len(v.recovered), v.failed, ttr))
 }
 
 func (v *demoView) line(at time.Time, color, subject, what string) {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,21 +17,23 @@ import (
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
 
 type describeOptions struct {
+	kube      *cluster
 	source    auditSourceOptions
 	history   time.Duration
 	incidents int
 	now       func() time.Time
 }
 
-func newDescribeCommand(out io.Writer) *cobra.Command {
+func newDescribeCommand(out io.Writer, k *cluster) *cobra.Command {
 	describe := &cobra.Command{
 		Use:   "describe",
 		Short: "Everything gpuheal knows about one object",
 	}
-	o := &describeOptions{now: time.Now}
+	o := &describeOptions{kube: k, source: auditSourceOptions{kube: k}, now: time.Now}
 	node := &cobra.Command{
 		Use:   "node NODE",
 		Short: "A node's problems, GPUs, incidents and score history",
@@ -49,6 +50,7 @@ reached, the rest is still shown.`,
 			if o.history < 0 {
 				return fmt.Errorf("--history %s: must not be negative", o.history)
 			}
+			o.source.resolve(cmd)
 			return runDescribeNode(cmd.Context(), out, args[0], o)
 		},
 	}
@@ -60,7 +62,7 @@ reached, the rest is still shown.`,
 }
 
 func runDescribeNode(ctx context.Context, out io.Writer, name string, o *describeOptions) error {
-	c, err := fleetClient(&o.source.kube)
+	c, err := o.kube.client()
 	if err != nil {
 		return err
 	}
@@ -72,15 +74,8 @@ func runDescribeNode(ctx context.Context, out io.Writer, name string, o *describ
 	if err != nil {
 		return err
 	}
-	var open *gpuhealv1.NodeRemediation
-	for i := range rems {
-		if !rems[i].Status.Phase.Terminal() {
-			open = &rems[i]
-			break
-		}
-	}
 	now := o.now()
-	row := fleetRow(&n, open)
+	row := fleetview.RowOf(&n, fleetview.OpenIncidents(rems)[name])
 	writeNodeSummary(out, &n, row, now)
 	writeNodeConditions(out, &n, now)
 	writeGPUScores(out, &n)
@@ -89,10 +84,10 @@ func runDescribeNode(ctx context.Context, out io.Writer, name string, o *describ
 	return nil
 }
 
-func writeNodeSummary(out io.Writer, n *corev1.Node, row fleetNode, now time.Time) {
+func writeNodeSummary(out io.Writer, n *corev1.Node, row fleetview.Row, now time.Time) {
 	gpus := "?"
-	if row.GPUsHealthy != nil {
-		gpus = strconv.Itoa(*row.GPUsHealthy)
+	if row.HealthyGPUs != nil {
+		gpus = strconv.Itoa(*row.HealthyGPUs)
 	}
 	score := "-"
 	if row.Score != nil {
@@ -100,18 +95,18 @@ func writeNodeSummary(out io.Writer, n *corev1.Node, row fleetNode, now time.Tim
 	}
 	fmt.Fprintf(out, "Node:          %s\n", n.Name)
 	fmt.Fprintf(out, "State:         %s\n", row.State)
-	fmt.Fprintf(out, "GPUs healthy:  %s/%d (%s)\n", gpus, row.GPUsTotal, orDash(n.Labels[gpuProductLabel]))
+	fmt.Fprintf(out, "GPUs healthy:  %s/%d (%s)\n", gpus, row.GPUs, orDash(n.Labels[gpuhealv1.LabelNvidiaGPUProduct]))
 	fmt.Fprintf(out, "Health:        score %s, tier %s\n", score, orDash(row.Tier))
 	sched := "schedulable"
 	if n.Spec.Unschedulable {
 		sched = "cordoned"
-		if by := n.Annotations[cordonedByAnnotation]; by != "" {
+		if by := n.Annotations[gpuhealv1.AnnotationCordonedBy]; by != "" {
 			sched += " by " + by
 		}
 	}
 	fmt.Fprintf(out, "Scheduling:    %s\n", sched)
 	for _, t := range n.Spec.Taints {
-		if strings.HasPrefix(t.Key, "gpuheal.io/") {
+		if strings.HasPrefix(t.Key, gpuhealv1.GroupVersion.Group+"/") {
 			fmt.Fprintf(out, "Taint:         %s:%s\n", t.Key, t.Effect)
 		}
 	}
@@ -121,9 +116,9 @@ func writeNodeSummary(out io.Writer, n *corev1.Node, row fleetNode, now time.Tim
 
 func writeNodeConditions(out io.Writer, n *corev1.Node, now time.Time) {
 	fmt.Fprintln(out, "\nConditions:")
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
-	for _, t := range conditionsShown {
+	for _, t := range fleetview.ConditionTypes {
 		found := false
 		for _, c := range n.Status.Conditions {
 			if c.Type != t {
@@ -138,19 +133,19 @@ func writeNodeConditions(out io.Writer, n *corev1.Node, now time.Time) {
 		}
 	}
 	_ = tw.Flush()
-	if w := n.Annotations[activeWarningsAnnotation]; w != "" && w != "0" {
+	if w := n.Annotations[gpuhealv1.AnnotationActiveWarnings]; w != "" && w != "0" {
 		fmt.Fprintf(out, "Warnings:      %s active (the node's warning Events name them)\n", w)
 	}
 }
 
 func writeGPUScores(out io.Writer, n *corev1.Node) {
-	gpus := parseGPUScores(n.Annotations[gpuScoresAnnotation])
+	gpus := parseGPUScores(n.Annotations[gpuhealv1.AnnotationGPUHealthScores])
 	fmt.Fprintln(out, "\nGPUs (health score per GPU, worst first):")
 	if len(gpus) == 0 {
 		fmt.Fprintln(out, "  none scored: no incident or warning has touched a GPU of this node")
 		return
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(tw, "  UUID\tSCORE")
 	for _, g := range gpus {
 		fmt.Fprintf(tw, "  %s\t%.1f\n", g.UUID, g.Score)
@@ -180,7 +175,7 @@ func writeNodeRemediations(out io.Writer, rems []gpuhealv1.NodeRemediation, most
 		fmt.Fprintln(out, "  none")
 		return
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(tw, "  NAME\tOPENED\tTRIGGER\tACTION\tPHASE\tTOOK")
 	for i, r := range rems {
 		if i == most {
@@ -239,7 +234,7 @@ func writeAuditHistory(ctx context.Context, out io.Writer, node string, o *descr
 		return
 	}
 	var b strings.Builder
-	if err := writeIncidentTable(&b, incs, now); err != nil {
+	if err := writeIncidentTable(&b, incs, now, false); err != nil {
 		fmt.Fprintf(out, "  %v\n", err)
 		return
 	}

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -85,7 +87,7 @@ func runDevCluster(ctx context.Context, out io.Writer, o *devClusterOptions) err
 	log.Info("fake GPU nodes ready", "nodes", len(names), "after", time.Since(start).Round(time.Millisecond))
 
 	fmt.Fprintf(out, "kubeconfig: %s\n", env.Kubeconfig)
-	fmt.Fprintf(out, "try:        kubectl --kubeconfig %s get nodes -L nvidia.com/gpu.product,topology.kubernetes.io/zone\n", env.Kubeconfig)
+	fmt.Fprintf(out, "try:        kubectl --kubeconfig %s get nodes -L %s,%s\n", env.Kubeconfig, gpuhealv1.LabelNvidiaGPUProduct, corev1.LabelTopologyZone)
 	fmt.Fprintln(out, "Ctrl-C stops the cluster.")
 	<-ctx.Done()
 	return nil

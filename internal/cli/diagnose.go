@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +20,7 @@ import (
 type diagnoseOptions struct {
 	kmsgPath  string
 	smiPath   string
-	output    string
+	out       *printer
 	xidConfig string
 	color     string
 }
@@ -29,11 +28,12 @@ type diagnoseOptions struct {
 func newDiagnoseCommand(in io.Reader, out io.Writer) *cobra.Command {
 	o := &diagnoseOptions{}
 	cmd := &cobra.Command{
-		Use:   "diagnose [--kmsg FILE|-] [--smi-xml FILE] [-o table|json]",
+		Use:   "diagnose [--kmsg FILE|-] [--smi-xml FILE] [-o table|wide|json|yaml]",
 		Short: "Triage a saved kernel log and/or an nvidia-smi -q -x dump, offline",
 		Long: `Reads a kernel log (raw /dev/kmsg records, dmesg, dmesg -T, dmesg --time-format iso,
 dmesg --decode, syslog or journal text; "-" for stdin) and/or an nvidia-smi -q -x
-dump, and reports what is wrong with the node's GPUs, worst first.
+dump, and reports what is wrong with the node's GPUs, worst first: a table
+(-o wide is the same table), or the report as JSON or YAML.
 
 Exit status: 0 nothing above info, 1 warnings, 2 fatal findings, 4 unreadable input.`,
 		Args: cobra.NoArgs,
@@ -41,15 +41,12 @@ Exit status: 0 nothing above info, 1 warnings, 2 fatal findings, 4 unreadable in
 			if o.kmsgPath == "" && o.smiPath == "" {
 				return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("nothing to diagnose: give --kmsg FILE|- and/or --smi-xml FILE")}
 			}
-			if o.output != "table" && o.output != "json" {
-				return fmt.Errorf("-o %q: want table or json", o.output)
-			}
 			return runDiagnose(in, out, o)
 		},
 	}
 	cmd.Flags().StringVar(&o.kmsgPath, "kmsg", "", "kernel log file, or - for stdin")
 	cmd.Flags().StringVar(&o.smiPath, "smi-xml", "", "nvidia-smi -q -x output file")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	o.out = addPrinter(cmd)
 	cmd.Flags().StringVar(&o.xidConfig, "xid-config", "", "YAML of Xid catalog overrides (severity, action, count, window per code)")
 	cmd.Flags().StringVar(&o.color, "color", "auto", "color the table: auto (on a terminal), always or never")
 	return cmd
@@ -72,16 +69,11 @@ func runDiagnose(in io.Reader, out io.Writer, o *diagnoseOptions) error {
 		}
 	}
 	rep.Sort()
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if rep.Findings == nil {
-			rep.Findings = []diagnose.Group{}
-		}
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else if err := diagnose.WriteTable(out, rep, useColor(o.color, out)); err != nil {
+	if rep.Findings == nil {
+		rep.Findings = []diagnose.Group{}
+	}
+	err = o.out.print(out, rep, func(w io.Writer, _ bool) error { return diagnose.WriteTable(w, rep, useColor(o.color, w)) })
+	if err != nil {
 		return err
 	}
 	if code := rep.ExitCode(); code != diagnose.ExitClean {

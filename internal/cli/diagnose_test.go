@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -10,21 +8,6 @@ import (
 
 	"github.com/gpuheal/gpuheal/internal/diagnose"
 )
-
-// runCLI runs the gpuheal command tree in-process.
-func runCLI(t *testing.T, stdin string, args ...string) (string, int) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	err := Execute(context.Background(), args, strings.NewReader(stdin), &out, &errOut)
-	code := 0
-	if err != nil {
-		code = ExitCode(err)
-		if !Silent(err) {
-			out.WriteString("ERR: " + err.Error())
-		}
-	}
-	return out.String(), code
-}
 
 type jsonReport struct {
 	Findings []diagnose.Group `json:"findings"`

@@ -1,95 +1,54 @@
 package cli
 
 import (
-	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
 
-// What the agent publishes on each Node (internal/agent/publish.go is the
-// source of truth; importing it would link the agent into the CLI).
-const (
-	healthyGPUsLabel         = "gpuheal.io/gpu-healthy-count"
-	activeWarningsAnnotation = "gpuheal.io/active-warnings"
-	gpuCountLabel            = "nvidia.com/gpu.count"
-	gpuProductLabel          = "nvidia.com/gpu.product"
-	// cordonedByAnnotation is the controller's mark on a node it cordoned
-	// (internal/remediation/cordon.go).
-	cordonedByAnnotation = "gpuheal.io/cordoned-by"
-	gpuResource          = corev1.ResourceName("nvidia.com/gpu")
-)
-
-// conditionsShown are the node conditions a GPU node's health is read
-// from: the agent's two and the kubelet's own.
-var conditionsShown = []corev1.NodeConditionType{"AcceleratedHardwareReady", "KernelReady", corev1.NodeReady}
-
-// fleetNode is one node's row of `gpuheal status`.
-type fleetNode struct {
-	Node        string   `json:"node"`
-	GPUsHealthy *int     `json:"gpusHealthy,omitempty"`
-	GPUsTotal   int      `json:"gpusTotal"`
-	Problems    []string `json:"problems,omitempty"`
-	// ActiveWarnings is how many warning problems the agent has active
-	// (its gpuheal.io/active-warnings annotation is a count; the warning
-	// Events on the node name them).
-	ActiveWarnings int      `json:"activeWarnings,omitempty"`
-	Cordoned       bool     `json:"cordoned"`
-	Tier           string   `json:"tier,omitempty"`
-	Score          *float64 `json:"score,omitempty"`
-	// Remediation is the open incident's phase and action, if any.
-	Remediation string    `json:"remediation,omitempty"`
-	Incident    string    `json:"incident,omitempty"`
-	Created     time.Time `json:"created"`
-	// State sums the row up: unhealthy, remediating, cordoned, warning or healthy.
-	State string `json:"state"`
+// readFleet reads the fleet view: the named nodes (all must exist), else
+// those the selector picks; their open incidents; the policies' breakers.
+// Rows come worst first.
+func readFleet(ctx context.Context, c client.Client, selector string, names []string) (fleetview.View, error) {
+	nodes, err := readNodes(ctx, c, selector, names)
+	if err != nil {
+		return fleetview.View{}, err
+	}
+	var rems gpuhealv1.NodeRemediationList
+	if err := c.List(ctx, &rems); err != nil && !isNoKind(err) {
+		return fleetview.View{}, fmt.Errorf("listing NodeRemediations: %w", err)
+	}
+	var policies gpuhealv1.RemediationPolicyList
+	if err := c.List(ctx, &policies); err != nil && !isNoKind(err) {
+		return fleetview.View{}, fmt.Errorf("listing RemediationPolicies: %w", err)
+	}
+	v := fleetview.Build(nodes, rems.Items)
+	v.Policies = fleetview.PoliciesOf(policies.Items)
+	fleetview.SortWorstFirst(v.Nodes)
+	return v, nil
 }
 
-// Row states, worst first.
-const (
-	stateUnhealthy   = "unhealthy"
-	stateRemediating = "remediating"
-	stateCordoned    = "cordoned"
-	stateWarning     = "warning"
-	stateHealthy     = "healthy"
-)
-
-var stateRank = map[string]int{stateUnhealthy: 0, stateRemediating: 1, stateCordoned: 2, stateWarning: 3, stateHealthy: 4}
-
-// fleetClient is a controller-runtime client that knows Nodes and our CRDs.
-func fleetClient(k *kubeOptions) (client.Client, error) {
-	cfg, err := k.restConfig()
-	if err != nil {
-		return nil, err
+// readNodes gets the named nodes, or lists those the selector picks ("":
+// all).
+func readNodes(ctx context.Context, c client.Client, selector string, names []string) ([]corev1.Node, error) {
+	if len(names) > 0 {
+		nodes := make([]corev1.Node, len(names))
+		for i, name := range names {
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &nodes[i]); err != nil {
+				return nil, fmt.Errorf("reading node %s: %w", name, err)
+			}
+		}
+		return nodes, nil
 	}
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := gpuhealv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
-	}
-	return c, nil
-}
-
-// readFleet lists the nodes the selector picks and the open incidents, and
-// returns one row per node, worst first.
-func readFleet(ctx context.Context, c client.Client, selector string) ([]fleetNode, error) {
-	var nodes corev1.NodeList
-	opts := []client.ListOption{}
+	var opts []client.ListOption
 	if selector != "" {
 		sel, err := parseSelector(selector)
 		if err != nil {
@@ -97,120 +56,23 @@ func readFleet(ctx context.Context, c client.Client, selector string) ([]fleetNo
 		}
 		opts = append(opts, client.MatchingLabelsSelector{Selector: sel})
 	}
-	if err := c.List(ctx, &nodes, opts...); err != nil {
+	var list corev1.NodeList
+	if err := c.List(ctx, &list, opts...); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	open, err := openIncidents(ctx, c)
+	return list.Items, nil
+}
+
+func parseSelector(s string) (labels.Selector, error) {
+	sel, err := labels.Parse(s)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--selector %q: %w", s, err)
 	}
-	rows := make([]fleetNode, 0, len(nodes.Items))
-	for i := range nodes.Items {
-		rows = append(rows, fleetRow(&nodes.Items[i], open[nodes.Items[i].Name]))
-	}
-	sortFleet(rows)
-	return rows, nil
+	return sel, nil
 }
 
-// openIncidents maps node → its newest incident that has not ended. A
-// cluster without our CRDs has none.
-func openIncidents(ctx context.Context, c client.Client) (map[string]*gpuhealv1.NodeRemediation, error) {
-	var list gpuhealv1.NodeRemediationList
-	if err := c.List(ctx, &list); err != nil {
-		if isNoKind(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("listing NodeRemediations: %w", err)
-	}
-	open := map[string]*gpuhealv1.NodeRemediation{}
-	for i := range list.Items {
-		r := &list.Items[i]
-		if r.Status.Phase.Terminal() {
-			continue
-		}
-		if prev := open[r.Spec.NodeName]; prev == nil || r.CreationTimestamp.After(prev.CreationTimestamp.Time) {
-			open[r.Spec.NodeName] = r
-		}
-	}
-	return open, nil
-}
-
-func fleetRow(n *corev1.Node, open *gpuhealv1.NodeRemediation) fleetNode {
-	row := fleetNode{Node: n.Name, Cordoned: n.Spec.Unschedulable, Tier: n.Labels[tierLabel], Created: n.CreationTimestamp.Time}
-	row.GPUsTotal = gpuTotal(n)
-	if v, err := strconv.Atoi(n.Labels[healthyGPUsLabel]); err == nil {
-		row.GPUsHealthy = &v
-	}
-	if v, err := strconv.ParseFloat(n.Annotations[scoreAnnotation], 64); err == nil {
-		row.Score = &v
-	}
-	row.Problems = nodeProblems(n)
-	if w, err := strconv.Atoi(n.Annotations[activeWarningsAnnotation]); err == nil && w > 0 {
-		row.ActiveWarnings = w
-	}
-	if open != nil {
-		phase := string(open.Status.Phase)
-		if phase == "" {
-			phase = string(gpuhealv1.PhasePending)
-		}
-		row.Remediation = phase
-		if open.Status.Action != "" {
-			row.Remediation += " (" + string(open.Status.Action) + ")"
-		}
-		row.Incident = open.Name
-	}
-	row.State = rowState(row)
-	return row
-}
-
-// gpuTotal is the node's GPU capacity, or the GPU-count label when the
-// device plugin has not reported (yet).
-func gpuTotal(n *corev1.Node) int {
-	if q, ok := n.Status.Capacity[gpuResource]; ok {
-		return int(q.Value())
-	}
-	v, _ := strconv.Atoi(n.Labels[gpuCountLabel])
-	return v
-}
-
-// nodeProblems names each shown condition that is not healthy:
-// "AcceleratedHardwareReady=False (NvidiaXID79Error)".
-func nodeProblems(n *corev1.Node) []string {
-	var out []string
-	for _, t := range conditionsShown {
-		for _, c := range n.Status.Conditions {
-			if c.Type != t || c.Status == corev1.ConditionTrue {
-				continue
-			}
-			p := string(c.Type) + "=" + string(c.Status)
-			if c.Reason != "" {
-				p += " (" + c.Reason + ")"
-			}
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func rowState(r fleetNode) string {
-	switch {
-	case len(r.Problems) > 0:
-		return stateUnhealthy
-	case r.Remediation != "":
-		return stateRemediating
-	case r.Cordoned:
-		return stateCordoned
-	case r.ActiveWarnings > 0 || (r.GPUsHealthy != nil && *r.GPUsHealthy < r.GPUsTotal):
-		return stateWarning
-	}
-	return stateHealthy
-}
-
-// sortFleet puts the worst first: by state, then lowest score (unscored
-// after scored), then name.
-func sortFleet(rows []fleetNode) {
-	slices.SortFunc(rows, func(a, b fleetNode) int {
-		return cmp.Or(cmp.Compare(stateRank[a.State], stateRank[b.State]), compareScores(a.Score, b.Score),
-			strings.Compare(a.Node, b.Node))
-	})
+// isNoKind: the cluster has no such resource (our CRDs not installed).
+func isNoKind(err error) bool {
+	var noMatch *meta.NoKindMatchError
+	return errors.As(err, &noMatch) || meta.IsNoMatchError(err)
 }

@@ -3,12 +3,10 @@ package cli
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,39 +17,42 @@ import (
 
 type incidentsOptions struct {
 	source auditSourceOptions
-	node   string
+	out    *printer
+	node   string // the hidden --node of old; NODE arguments replace it
 	since  time.Duration
-	output string
 	now    func() time.Time
 }
 
-func newIncidentsCommand(out io.Writer) *cobra.Command {
-	o := &incidentsOptions{now: time.Now}
+func newIncidentsCommand(out io.Writer, k *cluster) *cobra.Command {
+	o := &incidentsOptions{source: auditSourceOptions{kube: k}, now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "incidents [--node N] [--since 24h] [-o table|json]",
-		Short: "Incidents from the audit log, newest first",
+		Use:   "incidents [NODE...] [--since 24h] [-o table|wide|json|yaml]",
+		Short: "Incidents from the audit log (of each NODE, or all), newest first",
 		Long: `Groups the audit log's records by incident and prints, newest first: the
 incident, its node, when it opened, the action chosen, the outcome (Succeeded,
 Failed or Cancelled once it ended, else its current phase), how long it took
-(so far, for one still open) and why it opened.
+(so far, for one still open) and why it opened; -o wide adds the last step's
+time and the record count.
 
-By default it asks the controller, through the API server's service proxy;
---controller-url, --audit-db or --audit-jsonl read elsewhere.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output != "table" && o.output != "json" {
-				return fmt.Errorf("-o %q: want table or json", o.output)
-			}
+By default it asks the controller in namespace -n (default gpuheal) through
+the API server's service proxy; --controller-url, --audit-db or --audit-jsonl
+read elsewhere.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.since < 0 {
 				return fmt.Errorf("--since %s: must not be negative", o.since)
 			}
-			return runIncidents(cmd.Context(), out, o)
+			if o.node != "" {
+				args = append(args, o.node)
+			}
+			o.source.resolve(cmd)
+			return runIncidents(cmd.Context(), out, o, args)
 		},
 	}
+	o.out = addPrinter(cmd)
 	o.source.addFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.node, "node", "", "only incidents of this node")
+	cmd.Flags().StringVar(&o.node, "node", "", "only incidents of this node (use NODE arguments)")
+	_ = cmd.Flags().MarkHidden("node")
 	cmd.Flags().DurationVar(&o.since, "since", 24*time.Hour, "incidents with a step this recent; 0 for all")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
 	return cmd
 }
 
@@ -72,14 +73,17 @@ type incident struct {
 	duration time.Duration
 }
 
-func runIncidents(ctx context.Context, out io.Writer, o *incidentsOptions) error {
+func runIncidents(ctx context.Context, out io.Writer, o *incidentsOptions, nodes []string) error {
 	r, closeFn, err := o.source.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
 	now := o.now()
-	f := audit.Filter{Node: o.node, Limit: -1}
+	f := audit.Filter{Limit: -1}
+	if len(nodes) == 1 {
+		f.Node = nodes[0] // the store filters; several are filtered here
+	}
 	if o.since > 0 {
 		f.Since = now.Add(-o.since)
 	}
@@ -91,16 +95,25 @@ func runIncidents(ctx context.Context, out io.Writer, o *incidentsOptions) error
 	if err != nil {
 		return err
 	}
-	incs := summarize(recs)
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if incs == nil {
-			incs = []incident{}
-		}
-		return enc.Encode(incs)
+	incs := onNodes(summarize(recs), nodes)
+	if incs == nil {
+		incs = []incident{}
 	}
-	return writeIncidentTable(out, incs, now)
+	return o.out.print(out, incs, func(w io.Writer, wide bool) error { return writeIncidentTable(w, incs, now, wide) })
+}
+
+// onNodes keeps the incidents of the named nodes; none named keeps all.
+func onNodes(incs []incident, nodes []string) []incident {
+	if len(nodes) < 2 {
+		return incs
+	}
+	var out []incident
+	for _, inc := range incs {
+		if slices.Contains(nodes, inc.Node) {
+			out = append(out, inc)
+		}
+	}
+	return out
 }
 
 // completeIncidents adds the earlier records of incidents that began
@@ -186,20 +199,28 @@ func summarize(recs []audit.Record) []incident {
 	return res
 }
 
-func writeIncidentTable(out io.Writer, incs []incident, now time.Time) error {
+func writeIncidentTable(out io.Writer, incs []incident, now time.Time, wide bool) error {
 	if len(incs) == 0 {
 		_, err := fmt.Fprintln(out, "no incidents")
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INCIDENT\tNODE\tOPENED\tACTION\tOUTCOME\tDURATION\tREASON")
+	tw := newTable(out)
+	header := "INCIDENT\tNODE\tOPENED\tACTION\tOUTCOME\tDURATION\tREASON"
+	if wide {
+		header += "\tLAST\tRECORDS"
+	}
+	fmt.Fprintln(tw, header)
 	for _, inc := range incs {
 		d := inc.duration
 		if d >= time.Second {
 			d = d.Round(time.Second)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", inc.Incident, orDash(inc.Node),
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", inc.Incident, orDash(inc.Node),
 			duration.HumanDuration(now.Sub(inc.Opened)), orDash(inc.Action), orDash(inc.Outcome), d, orDash(inc.Reason))
+		if wide {
+			line += fmt.Sprintf("\t%s\t%d", duration.HumanDuration(now.Sub(inc.Last)), inc.Records)
+		}
+		fmt.Fprintln(tw, line)
 	}
 	return tw.Flush()
 }

@@ -66,7 +66,10 @@ func TestIncidents(t *testing.T) {
 			}{
 				{nil, []incident{open, done}},
 				{[]string{"--since", "0"}, []incident{open, done, old}},
+				{[]string{"--since", "0", auditapitest.NodeA}, []incident{done, old}},
 				{[]string{"--since", "0", "--node", auditapitest.NodeA}, []incident{done, old}},
+				{[]string{"--since", "0", auditapitest.NodeB, auditapitest.NodeA}, []incident{open, done, old}},
+				{[]string{"--since", "0", auditapitest.NodeB, "gpu-z"}, []incident{open}},
 				{[]string{"--since", "30m"}, nil},
 			}
 			for _, tt := range tests {
@@ -112,6 +115,15 @@ func TestIncidents(t *testing.T) {
 		t.Errorf("incident cut by --since = %+v, want it whole", g)
 	}
 
+	out, code = runCLI(t, "", "incidents", "--audit-db", db, "-o", "wide", auditapitest.NodeB)
+	matchLines(t, out, code,
+		`^INCIDENT +NODE +OPENED +ACTION +OUTCOME +DURATION +REASON +LAST +RECORDS$`,
+		`^gpu-b-2222 +gpu-b +60m +Replace +Draining +1m0s +NvidiaXID48Error +59m +4$`)
+	out, code = runCLI(t, "", "incidents", "--audit-db", db, "-o", "yaml", auditapitest.NodeB)
+	if code != 0 || !strings.Contains(out, "incident: "+auditapitest.OpenIncident+"\n") {
+		t.Errorf("yaml: exit %d:\n%s", code, out)
+	}
+
 	out, code = runCLI(t, "", "incidents", "--audit-db", db, "--since", "1m")
 	if code != 0 || strings.TrimSpace(out) != "no incidents" {
 		t.Errorf("nothing recent: exit %d %q", code, out)
@@ -123,7 +135,7 @@ func TestIncidentsBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"incidents", "-o", "yaml", "--audit-db", "x"}, `-o "yaml"`},
+		{[]string{"incidents", "-o", "xml", "--audit-db", "x"}, `--output (-o) "xml": want one of table, wide, json, yaml`},
 		{[]string{"incidents", "--since", "-1h", "--audit-db", "x"}, "--since -1h0m0s"},
 		{[]string{"incidents", "--audit-db", "a", "--controller-url", "http://b"}, "at most one of"},
 		{[]string{"incidents", "--audit-db", filepath.Join(t.TempDir(), "none.db")}, "none.db"},

@@ -136,7 +136,7 @@ the labelled traces it made. See docs/predictor.md.`,
 type modelEvalOptions struct {
 	traces []string
 	model  string
-	output string
+	out    *printer
 	curve  string
 	defs   definitionFlags
 	opts   evaluate.Options
@@ -145,7 +145,7 @@ type modelEvalOptions struct {
 func newModelEvalCommand(out io.Writer) *cobra.Command {
 	o := &modelEvalOptions{}
 	cmd := &cobra.Command{
-		Use:   "eval --traces DIR [--traces DIR…] [--model MODEL] [-o text|json] [--pr-curve FILE.svg]",
+		Use:   "eval --traces DIR [--traces DIR…] [--model MODEL] [-o table|json|yaml] [--pr-curve FILE.svg]",
 		Short: "Measure a model, and the default threshold rules, on labelled traces",
 		Long: `Scores every sample of the traces with the model (the shipped one unless
 --model) and replays the default rule set's GPU rules on the same samples, then
@@ -158,9 +158,6 @@ used in training.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(o.traces) == 0 {
 				return fmt.Errorf("--traces: required")
-			}
-			if o.output != "text" && o.output != "json" {
-				return fmt.Errorf("-o %q: want text or json", o.output)
 			}
 			defs, err := o.defs.definitions()
 			if err != nil {
@@ -190,18 +187,13 @@ used in training.`,
 					return fmt.Errorf("writing the PR curve: %w", err)
 				}
 			}
-			if o.output == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
-			}
-			return evaluate.WriteText(out, r)
+			return o.out.print(out, r, func(w io.Writer, _ bool) error { return evaluate.WriteText(w, r) })
 		},
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.traces, "traces", nil, "trace directory (repeat for several)")
 	f.StringVar(&o.model, "model", "", "model file (default: the model shipped with gpuheal)")
-	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	o.out = addPrinter(cmd, outTable, outJSON, outYAML)
 	f.StringVar(&o.curve, "pr-curve", "", "also write the precision–recall curves as an SVG image here")
 	o.defs.add(f)
 	f.IntVar(&o.opts.Workers, "workers", 0, "parallel workers (0: one per CPU)")

@@ -1,5 +1,8 @@
 // Package cli is the gpuheal command line: the operator's window on the
-// fleet. The same binary works as a kubectl plugin (kubectl-gpuheal).
+// fleet. The same binary works as a kubectl plugin (kubectl-gpuheal), so it
+// takes kubectl's cluster flags (--kubeconfig, --context, -n, ...), one
+// -o table|wide|json|yaml on every command that lists things, and node
+// names as arguments.
 package cli
 
 import (
@@ -20,6 +23,11 @@ type globalOptions struct {
 
 // NewRoot builds the command tree reading in and writing to out and errOut.
 func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
+	return newRoot(in, out, errOut, newCluster())
+}
+
+// newRoot takes the cluster seam, so that tests can give a fake client.
+func newRoot(in io.Reader, out, errOut io.Writer, k *cluster) *cobra.Command {
 	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:           "gpuheal",
@@ -35,18 +43,24 @@ func NewRoot(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
+	root.SetIn(in)
 	root.PersistentFlags().StringVar(&g.log.Format, "log-format", "text", "log format: json or text")
 	root.PersistentFlags().StringVar(&g.log.Level, "log-level", "info", "log level: debug, info, warn or error")
-	root.SetIn(in)
-	root.AddCommand(newDevCommand(out), newDiagnoseCommand(in, out), newIncidentsCommand(out), newScoreCommand(out), newAuditCommand(out),
-		newStatusCommand(out), newDescribeCommand(out), newDemoCommand(out), newSoakCommand(out),
+	// kubectl's own cluster flags, global as in kubectl: commands that
+	// read no cluster ignore them.
+	k.addFlags(root.PersistentFlags())
+	root.AddCommand(newDevCommand(out), newDiagnoseCommand(in, out), newIncidentsCommand(out, k), newScoreCommand(out, k),
+		newAuditCommand(out, k), newStatusCommand(out, k), newDescribeCommand(out, k), newDemoCommand(out), newSoakCommand(out),
 		newModelCommand(out), newSimCommand(out))
 	return root
 }
 
 // Execute runs the CLI and returns the error to report.
 func Execute(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer) error {
-	root := NewRoot(in, out, errOut)
+	return execute(ctx, NewRoot(in, out, errOut), args)
+}
+
+func execute(ctx context.Context, root *cobra.Command, args []string) error {
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		if Silent(err) {

@@ -10,79 +10,39 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
-
-// Where the controller publishes scores on each Node. The source of truth
-// is internal/remediation/score.go (ScoreAnnotation, TierLabel,
-// GPUScoresAnnotation); importing it would link the whole controller into
-// the CLI.
-const (
-	scoreAnnotation     = "gpuheal.io/health-score"
-	tierLabel           = "gpuheal.io/health-tier"
-	gpuScoresAnnotation = "gpuheal.io/gpu-health-scores"
-)
-
-// kubeOptions find the cluster as kubectl does: --kubeconfig, else
-// $KUBECONFIG, else ~/.kube/config, else in-cluster.
-type kubeOptions struct {
-	kubeconfig string
-	context    string
-}
-
-func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&o.context, "context", "", "kubeconfig context (default: the current one)")
-}
-
-func (o *kubeOptions) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading Kubernetes config: %w", err)
-	}
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "gpuheal-cli"
-	}
-	return cfg, nil
-}
 
 type scoreOptions struct {
-	kube   kubeOptions
-	node   string
-	output string
+	kube *cluster
+	out  *printer
+	node string // the hidden --node of old; NODE arguments replace it
 }
 
-func newScoreCommand(out io.Writer) *cobra.Command {
-	o := &scoreOptions{}
+func newScoreCommand(out io.Writer, k *cluster) *cobra.Command {
+	o := &scoreOptions{kube: k}
 	cmd := &cobra.Command{
-		Use:   "score [--node N] [-o table|json]",
-		Short: "Health score and tier of every node, worst first",
-		Long: `Reads the health score (annotation gpuheal.io/health-score), the tier (label
-gpuheal.io/health-tier) and the per-GPU scores (annotation
-gpuheal.io/gpu-health-scores) that the controller publishes on each Node, and
+		Use:   "score [NODE...] [-o table|wide|json|yaml]",
+		Short: "Health score and tier of every node (or of each NODE), worst first",
+		Long: `Reads the health score (annotation ` + gpuhealv1.AnnotationHealthScore + `), the tier (label
+` + gpuhealv1.LabelHealthTier + `) and the per-GPU scores (annotation
+` + gpuhealv1.AnnotationGPUHealthScores + `) that the controller publishes on each Node, and
 prints them worst first; nodes not scored yet come last. See docs/health-score.md.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output != "table" && o.output != "json" {
-				return fmt.Errorf("-o %q: want table or json", o.output)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.node != "" {
+				args = append(args, o.node)
 			}
-			return runScore(cmd.Context(), out, o)
+			return runScore(cmd.Context(), out, o, args)
 		},
 	}
-	o.kube.addFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.node, "node", "", "only this node")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	o.out = addPrinter(cmd)
+	cmd.Flags().StringVar(&o.node, "node", "", "only this node (use NODE arguments)")
+	_ = cmd.Flags().MarkHidden("node")
 	return cmd
 }
 
@@ -100,52 +60,29 @@ type gpuScore struct {
 	Score float64 `json:"score"`
 }
 
-func runScore(ctx context.Context, out io.Writer, o *scoreOptions) error {
-	cfg, err := o.kube.restConfig()
+func runScore(ctx context.Context, out io.Writer, o *scoreOptions, names []string) error {
+	c, err := o.kube.client()
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	nodes, err := readNodes(ctx, c, "", names)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", cfg.Host, err)
-	}
-	var nodes []corev1.Node
-	if o.node != "" {
-		var n corev1.Node
-		if err := c.Get(ctx, client.ObjectKey{Name: o.node}, &n); err != nil {
-			return fmt.Errorf("reading node %s: %w", o.node, err)
-		}
-		nodes = append(nodes, n)
-	} else {
-		var list corev1.NodeList
-		if err := c.List(ctx, &list); err != nil {
-			return fmt.Errorf("listing nodes: %w", err)
-		}
-		nodes = list.Items
+		return err
 	}
 	rows := make([]nodeScore, 0, len(nodes))
 	for i := range nodes {
 		rows = append(rows, scoreOf(&nodes[i]))
 	}
 	sortScores(rows)
-	if o.output == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	}
-	return writeScoreTable(out, rows)
+	return o.out.print(out, rows, func(w io.Writer, _ bool) error { return writeScoreTable(w, rows) })
 }
 
 func scoreOf(n *corev1.Node) nodeScore {
-	s := nodeScore{Node: n.Name, Tier: n.Labels[tierLabel], ScoreText: n.Annotations[scoreAnnotation]}
+	s := nodeScore{Node: n.Name, Tier: n.Labels[gpuhealv1.LabelHealthTier], ScoreText: n.Annotations[gpuhealv1.AnnotationHealthScore]}
 	if v, err := strconv.ParseFloat(s.ScoreText, 64); err == nil && !math.IsNaN(v) {
 		s.Score = &v
 	}
-	s.GPUs = parseGPUScores(n.Annotations[gpuScoresAnnotation])
+	s.GPUs = parseGPUScores(n.Annotations[gpuhealv1.AnnotationGPUHealthScores])
 	return s
 }
 
@@ -179,25 +116,12 @@ func parseGPUScores(text string) []gpuScore {
 // sortScores puts the worst node first and unscored nodes last.
 func sortScores(rows []nodeScore) {
 	slices.SortFunc(rows, func(a, b nodeScore) int {
-		return cmp.Or(compareScores(a.Score, b.Score), strings.Compare(a.Node, b.Node))
+		return cmp.Or(fleetview.CompareScores(a.Score, b.Score), strings.Compare(a.Node, b.Node))
 	})
 }
 
-// compareScores orders the lower score first and a missing one last.
-func compareScores(a, b *float64) int {
-	switch {
-	case a == nil && b == nil:
-		return 0
-	case a == nil:
-		return 1
-	case b == nil:
-		return -1
-	}
-	return cmp.Compare(*a, *b)
-}
-
 func writeScoreTable(out io.Writer, rows []nodeScore) error {
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := newTable(out)
 	fmt.Fprintln(tw, "NODE\tSCORE\tTIER\tGPUS")
 	for _, r := range rows {
 		score := "-"
@@ -214,11 +138,4 @@ func writeScoreTable(out io.Writer, rows []nodeScore) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Node, score, orDash(r.Tier), orDash(strings.Join(gpus, ",")))
 	}
 	return tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

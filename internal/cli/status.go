@@ -2,54 +2,56 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
 
 type statusOptions struct {
-	kube     kubeOptions
+	kube     *cluster
+	out      *printer
 	selector string
-	output   string
 	color    string
 	watch    bool
 	interval time.Duration
 	now      func() time.Time
 }
 
-func newStatusCommand(out io.Writer) *cobra.Command {
-	o := &statusOptions{now: time.Now}
+func newStatusCommand(out io.Writer, k *cluster) *cobra.Command {
+	o := &statusOptions{kube: k, now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "status [--watch] [-o table|json]",
+		Use:   "status [NODE...] [--watch] [-o table|wide|json|yaml]",
 		Short: "The fleet at a glance: every GPU node, worst first",
-		Long: `One row per GPU node: GPUs healthy/total (the agent's gpuheal.io/gpu-healthy-count
-label against the node's nvidia.com/gpu capacity), the conditions that are not
-healthy, cordon, health tier and score, the open remediation's phase, and age.
-Unhealthy nodes come first, then those being remediated, cordoned, warned, and
-healthy ones; within each, the lowest score first.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Long: `One row per GPU node (or per NODE named): its state, GPUs healthy/total (the
+agent's ` + gpuhealv1.LabelGPUHealthyCount + ` label against the node's ` + gpuhealv1.ResourceNvidiaGPU + `
+capacity), the conditions that make it unhealthy, cordon, health tier and
+score, the open remediation's phase and action, and age; -o wide adds the
+incident and the agent's active warnings.
+
+States, worst first: unhealthy (AcceleratedHardwareReady or KernelReady False,
+or the kubelet not Ready), remediating (an incident is open), cordoned,
+warning (active warnings, or fewer healthy GPUs than the node has), healthy.
+Within each, the lowest score first. -o json and -o yaml give the same view
+as the status page's /status/api/fleet.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return runStatus(cmd.Context(), out, o)
+			return runStatus(cmd.Context(), out, o, args)
 		},
 	}
-	o.kube.addFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.selector, "selector", "l", "nvidia.com/gpu.present=true", "label selector of the nodes to show (\"\" for all)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "table or json")
+	o.out = addPrinter(cmd)
+	cmd.Flags().StringVarP(&o.selector, "selector", "l", gpuhealv1.LabelNvidiaGPUPresent+"=true", "label selector of the nodes to show (\"\" for all); ignored when nodes are named")
 	cmd.Flags().StringVar(&o.color, "color", "auto", "color rows by state: auto (on a terminal), always or never")
 	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "redraw every --interval until interrupted")
 	cmd.Flags().DurationVar(&o.interval, "interval", 2*time.Second, "with --watch: time between redraws")
@@ -58,8 +60,6 @@ healthy ones; within each, the lowest score first.`,
 
 func (o *statusOptions) validate() error {
 	switch {
-	case o.output != "table" && o.output != "json":
-		return fmt.Errorf("-o %q: want table or json", o.output)
 	case o.color != "auto" && o.color != "always" && o.color != "never":
 		return fmt.Errorf("--color %q: want auto, always or never", o.color)
 	case o.watch && o.interval < 100*time.Millisecond:
@@ -71,26 +71,23 @@ func (o *statusOptions) validate() error {
 	return nil
 }
 
-func runStatus(ctx context.Context, out io.Writer, o *statusOptions) error {
-	c, err := fleetClient(&o.kube)
+func runStatus(ctx context.Context, out io.Writer, o *statusOptions, names []string) error {
+	c, err := o.kube.client()
 	if err != nil {
 		return err
 	}
 	color := o.color == "always" || (o.color == "auto" && isTerminal(out))
 	draw := func() error {
-		rows, err := readFleet(ctx, c, o.selector)
+		v, err := readFleet(ctx, c, o.selector, names)
 		if err != nil {
 			return err
 		}
-		if o.output == "json" {
-			enc := json.NewEncoder(out)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rows)
-		}
-		if o.watch && color {
+		if o.watch && color && !o.out.structured() {
 			fmt.Fprint(out, "\x1b[H\x1b[2J") // home and clear: redraw in place
 		}
-		return writeFleetTable(out, rows, o.now(), color)
+		return o.out.print(out, v, func(w io.Writer, wide bool) error {
+			return writeFleetTable(w, v, o.now(), color, wide)
+		})
 	}
 	if err := draw(); err != nil || !o.watch {
 		return err
@@ -110,56 +107,42 @@ func runStatus(ctx context.Context, out io.Writer, o *statusOptions) error {
 	}
 }
 
-// ANSI colors per row state.
-var stateColor = map[string]string{
-	stateUnhealthy:   "\x1b[31m", // red
-	stateRemediating: "\x1b[33m", // yellow
-	stateCordoned:    "\x1b[33m",
-	stateWarning:     "\x1b[36m", // cyan
-	stateHealthy:     "\x1b[32m", // green
+// ANSI colors per state.
+var stateColor = map[fleetview.State]string{
+	fleetview.StateUnhealthy:   "\x1b[31m", // red
+	fleetview.StateRemediating: "\x1b[33m", // yellow
+	fleetview.StateCordoned:    "\x1b[33m",
+	fleetview.StateWarning:     "\x1b[36m", // cyan
+	fleetview.StateHealthy:     "\x1b[32m", // green
 }
 
 const colorReset = "\x1b[0m"
 
-func writeFleetTable(out io.Writer, rows []fleetNode, now time.Time, color bool) error {
-	counts := map[string]int{}
-	for _, r := range rows {
-		counts[r.State]++
+func writeFleetTable(out io.Writer, v fleetview.View, now time.Time, color, wide bool) error {
+	counts := make([]string, 0, len(fleetview.States))
+	for _, st := range fleetview.States {
+		counts = append(counts, fmt.Sprintf("%d %s", v.Summary.Count(st), st))
 	}
-	fmt.Fprintf(out, "%d nodes: %d unhealthy, %d remediating, %d cordoned, %d warning, %d healthy\n",
-		len(rows), counts[stateUnhealthy], counts[stateRemediating], counts[stateCordoned], counts[stateWarning], counts[stateHealthy])
+	fmt.Fprintf(out, "%d nodes: %s\n", v.Summary.Nodes, strings.Join(counts, ", "))
 	// tabwriter would count color codes as width; color whole lines after
 	// aligning instead.
 	var table strings.Builder
-	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tGPUS\tPROBLEMS\tSCHED\tTIER\tSCORE\tREMEDIATION\tAGE")
-	for _, r := range rows {
-		gpus := "?/" + strconv.Itoa(r.GPUsTotal)
-		if r.GPUsHealthy != nil {
-			gpus = strconv.Itoa(*r.GPUsHealthy) + "/" + strconv.Itoa(r.GPUsTotal)
-		}
-		problems := strings.Join(r.Problems, ",")
-		if problems == "" && r.ActiveWarnings > 0 {
-			problems = fmt.Sprintf("warn: %d active", r.ActiveWarnings)
-		}
-		sched := "ok"
-		if r.Cordoned {
-			sched = "cordoned"
-		}
-		score := "-"
-		if r.Score != nil {
-			score = strconv.FormatFloat(*r.Score, 'f', 1, 64)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Node, r.State, gpus, orDash(problems), sched,
-			orDash(r.Tier), score, orDash(r.Remediation), duration.HumanDuration(now.Sub(r.Created)))
+	tw := newTable(&table)
+	header := "NODE\tSTATE\tGPUS\tPROBLEMS\tSCHED\tTIER\tSCORE\tREMEDIATION\tAGE"
+	if wide {
+		header += "\tINCIDENT\tWARNINGS"
+	}
+	fmt.Fprintln(tw, header)
+	for _, r := range v.Nodes {
+		fmt.Fprint(tw, strings.Join(fleetCells(r, now, wide), "\t")+"\n")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	lines := strings.SplitAfter(table.String(), "\n")
 	for i, line := range lines {
-		if color && i > 0 && i <= len(rows) {
-			line = stateColor[rows[i-1].State] + strings.TrimSuffix(line, "\n") + colorReset + "\n"
+		if color && i > 0 && i <= len(v.Nodes) {
+			line = stateColor[v.Nodes[i-1].State] + strings.TrimSuffix(line, "\n") + colorReset + "\n"
 		}
 		if _, err := io.WriteString(out, line); err != nil {
 			return err
@@ -168,21 +151,36 @@ func writeFleetTable(out io.Writer, rows []fleetNode, now time.Time, color bool)
 	return nil
 }
 
+func fleetCells(r fleetview.Row, now time.Time, wide bool) []string {
+	gpus := "?/" + strconv.Itoa(r.GPUs)
+	if r.HealthyGPUs != nil {
+		gpus = strconv.Itoa(*r.HealthyGPUs) + "/" + strconv.Itoa(r.GPUs)
+	}
+	problems := strings.Join(r.Problems(), ",")
+	if problems == "" && r.ActiveWarnings > 0 {
+		problems = fmt.Sprintf("warn: %d active", r.ActiveWarnings)
+	}
+	sched := "ok"
+	if r.Unschedulable {
+		sched = "cordoned"
+	}
+	score := "-"
+	if r.Score != nil {
+		score = strconv.FormatFloat(*r.Score, 'f', 1, 64)
+	}
+	remediation := string(r.Phase)
+	if r.Action != "" && remediation != "" {
+		remediation += " (" + string(r.Action) + ")"
+	}
+	cells := []string{r.Name, string(r.State), gpus, orDash(problems), sched, orDash(r.Tier), score, orDash(remediation),
+		duration.HumanDuration(now.Sub(r.Created))}
+	if wide {
+		cells = append(cells, orDash(r.Incident), strconv.Itoa(r.ActiveWarnings))
+	}
+	return cells
+}
+
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd())) //nolint:gosec // a file descriptor fits an int
-}
-
-func parseSelector(s string) (labels.Selector, error) {
-	sel, err := labels.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("--selector %q: %w", s, err)
-	}
-	return sel, nil
-}
-
-// isNoKind: the cluster has no such resource (our CRDs not installed).
-func isNoKind(err error) bool {
-	var noMatch *meta.NoKindMatchError
-	return errors.As(err, &noMatch) || meta.IsNoMatchError(err)
 }

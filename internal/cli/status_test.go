@@ -7,136 +7,82 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 
-	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/auditapi/auditapitest"
-	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
 
-// statusFleet is five GPU nodes, one of each state, plus a CPU node that
-// the default selector leaves out.
-func statusFleet(t *testing.T) *testenv.Env {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gpuhealv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := testenv.ForTest(t, testenv.Options{Scheme: scheme})
-	ctx := t.Context()
-	type spec struct {
-		name, healthy, score, tier, warnings string
-		gpuCond                              corev1.ConditionStatus
-		reason                               string
-		cordoned                             bool
-	}
-	for _, s := range []spec{
-		{name: auditapitest.NodeA, healthy: "8", score: "97.0", tier: "gold", gpuCond: corev1.ConditionTrue, warnings: "0"},
-		{name: "gpu-warned", healthy: "8", score: "88.0", tier: "silver", gpuCond: corev1.ConditionTrue, warnings: "1"},
-		{name: auditapitest.NodeB, healthy: "7", score: "40.0", tier: "bronze", gpuCond: corev1.ConditionFalse, reason: "NvidiaXID79Error", cordoned: true},
-		{name: "gpu-fixing", healthy: "8", score: "60.0", tier: "bronze", gpuCond: corev1.ConditionTrue, cordoned: true},
-		{name: "gpu-cordoned", healthy: "8", score: "90.0", tier: "gold", gpuCond: corev1.ConditionTrue, cordoned: true},
-	} {
-		n := testenv.GPUNode(s.name)
-		n.Labels[healthyGPUsLabel] = s.healthy
-		n.Labels[tierLabel] = s.tier
-		n.Annotations[scoreAnnotation] = s.score
-		if s.warnings != "" {
-			n.Annotations[activeWarningsAnnotation] = s.warnings
-		}
-		if s.cordoned {
-			n.Annotations[cordonedByAnnotation] = "gpuheal"
-		}
-		n.Spec.Unschedulable = s.cordoned
-		status := n.Status
-		if err := env.Client.Create(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-		n.Status = status
-		n.Status.Conditions = []corev1.NodeCondition{
-			{Type: "AcceleratedHardwareReady", Status: s.gpuCond, Reason: s.reason, Message: "GPU 3 fell off the bus", LastTransitionTime: metav1.Now()},
-			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: metav1.Now()},
-		}
-		if err := env.Client.Status().Update(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cpu := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu-only"}}
-	if err := env.Client.Create(ctx, cpu); err != nil {
-		t.Fatal(err)
-	}
-	for node, phase := range map[string]gpuhealv1.Phase{"gpu-fixing": gpuhealv1.PhaseDraining, auditapitest.NodeA: gpuhealv1.PhaseSucceeded} {
-		r := &gpuhealv1.NodeRemediation{
-			ObjectMeta: metav1.ObjectMeta{Name: node + "-incident"},
-			Spec: gpuhealv1.NodeRemediationSpec{NodeName: node, PolicyName: "default",
-				Trigger: gpuhealv1.Trigger{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, Reason: "NvidiaXID48Error", Since: metav1.Now()}},
-		}
-		if err := env.Client.Create(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-		start := metav1.NewMicroTime(time.Now().Add(-90 * time.Second))
-		r.Status = gpuhealv1.NodeRemediationStatus{Phase: phase, Action: gpuhealv1.ActionReboot, Phases: []gpuhealv1.PhaseTransition{
-			{Phase: gpuhealv1.PhasePending, Time: start},
-			{Phase: phase, Time: metav1.NewMicroTime(start.Add(30 * time.Second)), Message: "evicting 2 pods"},
-		}}
-		if err := env.Client.Status().Update(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return env
+func TestStatus(t *testing.T) {
+	checkStatus(t, fakeRunner(t, fakeFleet(t)))
 }
 
-func TestStatusWorstFirst(t *testing.T) {
-	env := statusFleet(t)
-	out, code := runCLI(t, "", "status", "--kubeconfig", env.Kubeconfig, "--color", "never")
-	want := []string{
+func TestDescribeNode(t *testing.T) {
+	checkDescribe(t, fakeRunner(t, fakeFleet(t)), auditDB(t, time.Now().UTC()))
+}
+
+// checkStatus runs `gpuheal status` on fleetObjects.
+func checkStatus(t *testing.T, run runner) {
+	t.Helper()
+	out, code := run("status", "--color", "never")
+	matchLines(t, out, code,
 		`^5 nodes: 1 unhealthy, 1 remediating, 1 cordoned, 1 warning, 1 healthy$`,
 		`^NODE +STATE +GPUS +PROBLEMS +SCHED +TIER +SCORE +REMEDIATION +AGE$`,
-		`^` + auditapitest.NodeB + ` +unhealthy +7/8 +AcceleratedHardwareReady=False \(NvidiaXID79Error\) +cordoned +bronze +40\.0 +- +\d+s$`,
+		`^`+auditapitest.NodeB+` +unhealthy +7/8 +AcceleratedHardwareReady=False \(NvidiaXID79Error\) +cordoned +bronze +40\.0 +- +\d+s$`,
 		`^gpu-fixing +remediating +8/8 +- +cordoned +bronze +60\.0 +Draining \(Reboot\) +\d+s$`,
 		`^gpu-cordoned +cordoned +8/8 +- +cordoned +gold +90\.0 +- +\d+s$`,
 		`^gpu-warned +warning +8/8 +warn: 1 active +ok +silver +88\.0 +- +\d+s$`,
-		`^` + auditapitest.NodeA + ` +healthy +8/8 +- +ok +gold +97\.0 +- +\d+s$`,
-	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if code != 0 || len(lines) != len(want) {
-		t.Fatalf("exit %d, %d lines, want %d:\n%s", code, len(lines), len(want), out)
-	}
-	for i, re := range want {
-		if !regexp.MustCompile(re).MatchString(lines[i]) {
-			t.Errorf("line %d %q does not match %s", i, lines[i], re)
-		}
-	}
+		`^`+auditapitest.NodeA+` +healthy +8/8 +- +ok +gold +97\.0 +- +\d+s$`,
+	)
 
-	out, code = runCLI(t, "", "status", "--kubeconfig", env.Kubeconfig, "--color", "always")
+	out, code = run("status", "--color", "always")
 	if code != 0 || !strings.Contains(out, "\x1b[31m"+auditapitest.NodeB) || !strings.Contains(out, "\x1b[32m"+auditapitest.NodeA) {
 		t.Errorf("--color always: the unhealthy row is not red or the healthy one not green:\n%q", out)
 	}
 
-	out, code = runCLI(t, "", "status", "--kubeconfig", env.Kubeconfig, "-o", "json", "--selector", "")
-	var rows []fleetNode
-	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil {
+	// Nodes by name, in the order given; wide adds the incident.
+	out, code = run("status", "gpu-fixing", "gpu-warned", "-o", "wide", "--color", "never")
+	matchLines(t, out, code,
+		`^2 nodes: 0 unhealthy, 1 remediating, 0 cordoned, 1 warning, 0 healthy$`,
+		`^NODE +STATE .* +AGE +INCIDENT +WARNINGS$`,
+		`^gpu-fixing +remediating .* +gpu-fixing-incident +0$`,
+		`^gpu-warned +warning .* +- +1$`,
+	)
+
+	// The JSON is the fleet view, worst first, as the status page's.
+	out, code = run("status", "-o", "json", "--selector", "")
+	var v fleetview.View
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil {
 		t.Fatalf("exit %d, %v:\n%s", code, err, out)
 	}
-	if len(rows) != 6 || rows[0].State != stateUnhealthy || rows[1].Incident != "gpu-fixing-incident" {
-		t.Errorf("json rows (all nodes) = %+v", rows)
+	if len(v.Nodes) != 6 || v.Nodes[0].State != fleetview.StateUnhealthy || v.Nodes[1].Incident != "gpu-fixing-incident" || v.Summary.Nodes != 6 {
+		t.Errorf("json view (all nodes) = %+v", v)
+	}
+	out, code = run("status", "-o", "yaml", auditapitest.NodeB)
+	var y fleetview.View
+	if err := yaml.Unmarshal([]byte(out), &y); code != 0 || err != nil || len(y.Nodes) != 1 || y.Nodes[0].Name != auditapitest.NodeB {
+		t.Errorf("yaml of %s: exit %d, %v, %+v:\n%s", auditapitest.NodeB, code, err, y, out)
 	}
 
-	out, code = runCLI(t, "", "status", "--kubeconfig", env.Kubeconfig, "--selector", "a=(")
-	if code == 0 || !strings.Contains(out, `--selector "a=("`) {
-		t.Errorf("a bad selector gave exit %d: %s", code, out)
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--selector", "a=("}, `--selector "a=("`},
+		{[]string{"status", "-o", "xml"}, `--output (-o) "xml": want one of table, wide, json, yaml`},
+		{[]string{"status", "no-such-node"}, "reading node no-such-node"},
+	} {
+		if out, code := run(bad.args...); code == 0 || !strings.Contains(out, bad.want) {
+			t.Errorf("%v: exit %d %q, want an error naming %s", bad.args, code, out, bad.want)
+		}
 	}
 }
 
-func TestDescribeNode(t *testing.T) {
-	env := statusFleet(t)
-	db := auditDB(t, time.Now().UTC())
-	out, code := runCLI(t, "", "describe", "node", "gpu-fixing", "--kubeconfig", env.Kubeconfig, "--audit-db", db)
+// checkDescribe runs `gpuheal describe node` on fleetObjects, with the
+// audit fixture in the SQLite file db.
+func checkDescribe(t *testing.T, run runner, db string) {
+	t.Helper()
+	out, code := run("describe", "node", "gpu-fixing", "--audit-db", db)
 	for _, want := range []string{
 		"State:         remediating",
 		"GPUs healthy:  8/8 (NVIDIA-H100-80GB-HBM3)",
@@ -153,13 +99,27 @@ func TestDescribeNode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-
-	out, code = runCLI(t, "", "describe", "node", auditapitest.NodeA, "--kubeconfig", env.Kubeconfig, "--audit-db", db)
+	out, code = run("describe", "node", auditapitest.NodeA, "--audit-db", db)
 	if code != 0 || !strings.Contains(out, auditapitest.DoneIncident) || !strings.Contains(out, "Succeeded") {
 		t.Errorf("describe of %s lacks its audit history:\n%s", auditapitest.NodeA, out)
 	}
-	out, code = runCLI(t, "", "describe", "node", "no-such-node", "--kubeconfig", env.Kubeconfig)
+	out, code = run("describe", "node", "no-such-node")
 	if code == 0 || !strings.Contains(out, "reading node no-such-node") {
 		t.Errorf("a missing node gave exit %d: %s", code, out)
+	}
+}
+
+// matchLines checks a zero exit and that each line of out matches the
+// regular expression in the same place.
+func matchLines(t *testing.T, out string, code int, want ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if code != 0 || len(lines) != len(want) {
+		t.Fatalf("exit %d, %d lines, want %d:\n%s", code, len(lines), len(want), out)
+	}
+	for i, re := range want {
+		if !regexp.MustCompile(re).MatchString(lines[i]) {
+			t.Errorf("line %d %q does not match %s", i, lines[i], re)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
 
 type event struct{ name, data string }
@@ -72,11 +74,11 @@ func TestEventsStreamChanges(t *testing.T) {
 	breakNode(t, c, "gpu-a")
 	clock.Step(time.Second)
 	e := next(t, r)
-	var f Fleet
+	var f fleetview.View
 	if err := json.Unmarshal([]byte(e.data), &f); e.name != EventFleet || err != nil {
 		t.Fatalf("after a fault: event %q (%v), want %q", e.name, err, EventFleet)
 	}
-	if f.Nodes[0].Name != "gpu-a" || f.Nodes[0].State != StateUnhealthy {
+	if f.Nodes[0].Name != "gpu-a" || f.Nodes[0].State != fleetview.StateUnhealthy {
 		t.Errorf("after a fault: %s is %s, want gpu-a unhealthy", f.Nodes[0].Name, f.Nodes[0].State)
 	}
 

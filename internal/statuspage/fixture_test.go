@@ -44,22 +44,22 @@ func (s nodeSpec) node(at time.Time) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{Name: s.name, Labels: map[string]string{}, Annotations: map[string]string{}},
 		Spec:       corev1.NodeSpec{Unschedulable: s.cordoned},
 		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{
-			GPUResource: *resource.NewQuantity(int64(s.gpus), resource.DecimalSI),
+			v1alpha1.ResourceNvidiaGPU: *resource.NewQuantity(int64(s.gpus), resource.DecimalSI),
 		}},
 	}
 	if s.healthyGPUs >= 0 {
-		n.Labels[HealthyGPUsLabel] = strconv.Itoa(s.healthyGPUs)
+		n.Labels[v1alpha1.LabelGPUHealthyCount] = strconv.Itoa(s.healthyGPUs)
 	}
 	if s.tier != "" {
-		n.Labels[TierLabel] = s.tier
+		n.Labels[v1alpha1.LabelHealthTier] = s.tier
 	}
 	if s.score != "" {
-		n.Annotations[ScoreAnnotation] = s.score
+		n.Annotations[v1alpha1.AnnotationHealthScore] = s.score
 	}
 	for _, c := range []struct {
 		t  corev1.NodeConditionType
 		st corev1.ConditionStatus
-	}{{ConditionGPU, s.gpuOK}, {ConditionKernel, s.kernelOK}, {corev1.NodeReady, s.ready}} {
+	}{{v1alpha1.ConditionAcceleratedHardwareReady, s.gpuOK}, {v1alpha1.ConditionKernelReady, s.kernelOK}, {corev1.NodeReady, s.ready}} {
 		if c.st == "" {
 			continue
 		}
@@ -78,7 +78,7 @@ func incident(name, node string, detected, opened time.Time, action v1alpha1.Act
 	nr := &v1alpha1.NodeRemediation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(opened)},
 		Spec: v1alpha1.NodeRemediationSpec{NodeName: node, PolicyName: "default", Trigger: v1alpha1.Trigger{
-			Type: ConditionGPU, Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
+			Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
 		}},
 		Status: v1alpha1.NodeRemediationStatus{Action: action},
 	}

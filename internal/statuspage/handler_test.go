@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
 
 var now = time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
@@ -46,7 +47,7 @@ func fleetFixture(t *testing.T) client.WithWatch {
 		}},
 		&v1alpha1.RemediationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "b200"}, Spec: v1alpha1.RemediationPolicySpec{DryRun: true}, Status: v1alpha1.RemediationPolicyStatus{
 			MatchedNodes: 10, UnhealthyNodes: 4, BreakerOpen: true,
-			Conditions: []metav1.Condition{{Type: "BreakerOpen", Status: metav1.ConditionTrue, Reason: "TooManyUnhealthy", Message: "4 of 10 unhealthy, more than maxUnhealthy (2)"}},
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionBreakerOpen, Status: metav1.ConditionTrue, Reason: "TooManyUnhealthy", Message: "4 of 10 unhealthy, more than maxUnhealthy (2)"}},
 		}},
 	}
 	return fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
@@ -82,13 +83,13 @@ func TestFleetAPI(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("status %d, content type %q: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
-	var got Fleet
+	var got fleetview.View
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatal(err)
 	}
 	type tile struct {
 		Name  string
-		State State
+		State fleetview.State
 		Phase v1alpha1.Phase
 		GPUs  string
 	}
@@ -101,18 +102,18 @@ func TestFleetAPI(t *testing.T) {
 		tiles = append(tiles, tile{n.Name, n.State, n.Phase, healthy + "/" + strconv.Itoa(n.GPUs)})
 	}
 	wantTiles := []tile{
-		{"gpu-a", StateHealthy, "", "8/8"},
-		{"gpu-b", StateUnhealthy, v1alpha1.PhaseDraining, "7/8"},
-		{"gpu-c", StateRemediating, "", "?/4"},
+		{"gpu-a", fleetview.StateHealthy, "", "8/8"},
+		{"gpu-b", fleetview.StateUnhealthy, v1alpha1.PhaseDraining, "7/8"},
+		{"gpu-c", fleetview.StateCordoned, "", "?/4"},
 	}
 	if diff := cmp.Diff(wantTiles, tiles); diff != "" {
 		t.Errorf("tiles, sorted by name (-want +got):\n%s", diff)
 	}
-	wantSummary := Summary{Nodes: 3, Healthy: 1, Unhealthy: 1, Remediating: 1, GPUs: 20, HealthyGPUs: 15}
+	wantSummary := fleetview.Summary{Nodes: 3, Healthy: 1, Unhealthy: 1, Cordoned: 1, GPUs: 20, HealthyGPUs: 15}
 	if diff := cmp.Diff(wantSummary, got.Summary); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
-	wantPolicies := []Policy{
+	wantPolicies := []fleetview.Policy{
 		{Name: "b200", MatchedNodes: 10, UnhealthyNodes: 4, BreakerOpen: true, DryRun: true, Message: "4 of 10 unhealthy, more than maxUnhealthy (2)"},
 		{Name: "default", MatchedNodes: 3, UnhealthyNodes: 1, InFlight: 1},
 	}
@@ -131,9 +132,9 @@ func TestIncidentsAPI(t *testing.T) {
 	finished := now.Add(-110 * time.Minute)
 	ttr := (10 * time.Minute).Seconds() // detected 2h ago, succeeded 110m ago
 	want := Incidents{Total: 3, Items: []Incident{
-		{Name: "gpu-b-2", Node: "gpu-b", Policy: "default", Condition: ConditionGPU, Reason: "NvidiaXID79Error",
+		{Name: "gpu-b-2", Node: "gpu-b", Policy: "default", Condition: v1alpha1.ConditionAcceleratedHardwareReady, Reason: "NvidiaXID79Error",
 			Action: v1alpha1.ActionReboot, Phase: v1alpha1.PhaseDraining, Detected: now.Add(-3 * time.Minute), Opened: now.Add(-time.Minute)},
-		{Name: "gpu-b-1", Node: "gpu-b", Policy: "default", Condition: ConditionGPU, Reason: "NvidiaXID79Error",
+		{Name: "gpu-b-1", Node: "gpu-b", Policy: "default", Condition: v1alpha1.ConditionAcceleratedHardwareReady, Reason: "NvidiaXID79Error",
 			Action: v1alpha1.ActionReboot, Phase: v1alpha1.PhaseSucceeded, Detected: now.Add(-2 * time.Hour), Opened: now.Add(-118 * time.Minute),
 			Finished: &finished, TimeToRecoverSeconds: &ttr},
 	}}
@@ -237,7 +238,7 @@ func breakNode(t *testing.T, c client.Client, name string) {
 	}
 	orig := n.DeepCopy()
 	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == ConditionGPU {
+		if n.Status.Conditions[i].Type == v1alpha1.ConditionAcceleratedHardwareReady {
 			n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = corev1.ConditionFalse, "NvidiaXID79Error"
 			n.Status.Conditions[i].LastTransitionTime = metav1.Now()
 		}

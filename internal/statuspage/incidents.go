@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
 
 // Incidents is the JSON of /status/api/incidents and of the "incidents"
@@ -43,7 +44,7 @@ func incidentOf(nr *v1alpha1.NodeRemediation) Incident {
 		Name: nr.Name, Node: nr.Spec.NodeName, Policy: nr.Spec.PolicyName,
 		Condition: nr.Spec.Trigger.Type, Reason: nr.Spec.Trigger.Reason,
 		Action: nr.Status.Action, Phase: nr.Status.Phase, DryRun: nr.Status.DryRun,
-		Detected: nr.Spec.Trigger.Since.Time, Opened: opened(nr),
+		Detected: nr.Spec.Trigger.Since.Time, Opened: fleetview.Opened(nr),
 		Replacement: nr.Status.Replacement,
 	}
 	if out.Phase == "" {
@@ -68,13 +69,4 @@ func incidentOf(nr *v1alpha1.NodeRemediation) Incident {
 		break
 	}
 	return out
-}
-
-// opened is when an incident began: its first phase, recorded with
-// microseconds by the controller's clock, else its creation (whole seconds).
-func opened(nr *v1alpha1.NodeRemediation) time.Time {
-	if len(nr.Status.Phases) > 0 {
-		return nr.Status.Phases[0].Time.Time
-	}
-	return nr.CreationTimestamp.Time
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
 
 // snapshots builds the fleet and incident views and keeps the last ones
@@ -60,19 +61,21 @@ func (s *snapshots) get(ctx context.Context) (fleet, incidents []byte, err error
 // build reads the cluster once. The lists are read without deep copies:
 // nothing here writes to them, and on a fleet of thousands of nodes a copy
 // of every Node each interval would be most of the page's cost.
-func build(ctx context.Context, r client.Reader, maxIncidents int) (Fleet, Incidents, error) {
+func build(ctx context.Context, r client.Reader, maxIncidents int) (fleetview.View, Incidents, error) {
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return Fleet{}, Incidents{}, fmt.Errorf("listing nodes: %w", err)
+		return fleetview.View{}, Incidents{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	var rems v1alpha1.NodeRemediationList
 	if err := r.List(ctx, &rems, client.UnsafeDisableDeepCopy); err != nil {
-		return Fleet{}, Incidents{}, fmt.Errorf("listing node remediations: %w", err)
+		return fleetview.View{}, Incidents{}, fmt.Errorf("listing node remediations: %w", err)
 	}
 	var policies v1alpha1.RemediationPolicyList
 	if err := r.List(ctx, &policies, client.UnsafeDisableDeepCopy); err != nil {
-		return Fleet{}, Incidents{}, fmt.Errorf("listing remediation policies: %w", err)
+		return fleetview.View{}, Incidents{}, fmt.Errorf("listing remediation policies: %w", err)
 	}
+	fleet := fleetview.Build(nodes.Items, rems.Items)
+	fleet.Policies = fleetview.PoliciesOf(policies.Items)
 
 	// Newest first; ties (creation times have whole seconds) by name so
 	// that the order is stable between snapshots.
@@ -81,20 +84,14 @@ func build(ctx context.Context, r client.Reader, maxIncidents int) (Fleet, Incid
 		items[i] = &rems.Items[i]
 	}
 	slices.SortFunc(items, func(a, b *v1alpha1.NodeRemediation) int {
-		if c := opened(b).Compare(opened(a)); c != 0 {
+		if c := fleetview.Opened(b).Compare(fleetview.Opened(a)); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	open := map[string]*v1alpha1.NodeRemediation{}
-	for _, nr := range items {
-		if _, seen := open[nr.Spec.NodeName]; !seen && !nr.Status.Phase.Terminal() {
-			open[nr.Spec.NodeName] = nr
-		}
-	}
 	in := Incidents{Items: make([]Incident, 0, min(len(items), maxIncidents)), Total: len(items)}
 	for _, nr := range items[:min(len(items), maxIncidents)] {
 		in.Items = append(in.Items, incidentOf(nr))
 	}
-	return fleetOf(nodes.Items, open, policies.Items), in, nil
+	return fleet, in, nil
 }

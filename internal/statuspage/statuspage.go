@@ -6,7 +6,7 @@
 // port-forward, so no extra port or Ingress is needed.
 //
 //	GET /status/                the page (HTML, CSS and JS embedded in the binary)
-//	GET /status/api/fleet       JSON Fleet: nodes, totals, policies and breakers
+//	GET /status/api/fleet       JSON fleetview.View: nodes, totals, policies and breakers
 //	GET /status/api/incidents   JSON Incidents: recent NodeRemediations, newest first
 //	GET /status/api/events      Server-Sent Events: "fleet" and "incidents" when they change
 //

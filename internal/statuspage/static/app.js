@@ -7,7 +7,8 @@
 (function () {
   const SVG = 'http://www.w3.org/2000/svg';
   const TIERS = new Set(['gold', 'silver', 'bronze']);
-  const STATES = new Set(['healthy', 'remediating', 'unhealthy']);
+  // The five states of the fleet view (internal/fleetview), worst last here.
+  const STATES = new Set(['healthy', 'warning', 'cordoned', 'remediating', 'unhealthy']);
   // The server pings after 15s of silence; two missed pings mean the
   // stream is stalled (a buffering proxy) and the page polls instead.
   const STALE_MS = 40000;
@@ -68,6 +69,7 @@
     if (n.phase) note = n.phase;
     else if (bad) note = bad.reason || bad.type + '=' + bad.status;
     else if (n.unschedulable) note = 'cordoned';
+    else if (n.activeWarnings) note = n.activeWarnings + ' warning' + (n.activeWarnings > 1 ? 's' : '');
     t.querySelector('.phase').textContent = note;
     t.querySelector('.badge').textContent = tier ? tier[0].toUpperCase() : '';
 
@@ -77,8 +79,9 @@
     for (const c of n.conditions || []) {
       lines.push(c.type + '=' + c.status + (c.reason ? ' (' + c.reason + ')' : '') + (c.message ? ': ' + c.message : ''));
     }
+    if (n.activeWarnings) lines.push('active warnings: ' + n.activeWarnings);
     if (n.unschedulable) lines.push('cordoned');
-    if (n.incident) lines.push('incident ' + n.incident + ': ' + n.phase);
+    if (n.incident) lines.push('incident ' + n.incident + ': ' + n.phase + (n.action ? ' (' + n.action + ')' : ''));
     t.title = lines.join('\n');
   }
 
@@ -109,6 +112,8 @@
     box.replaceChildren(
       count('', s.nodes, 'nodes'),
       count('state-healthy', s.healthy, 'healthy'),
+      count('state-warning', s.warning, 'warning'),
+      count('state-cordoned', s.cordoned, 'cordoned'),
       count('state-remediating', s.remediating, 'remediating'),
       count('state-unhealthy', s.unhealthy, 'unhealthy'),
       count('', s.healthyGPUs + '/' + s.gpus, 'GPUs healthy'));
