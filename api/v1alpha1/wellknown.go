@@ -110,14 +110,6 @@ const (
 	ReasonPredictorOff        = "PredictorOff"
 )
 
-// Keys the agent reads or writes that are not gpuheal's own labels.
-const (
-	// LabelNvidiaGPUCount (NVIDIA GPU feature discovery, or the test
-	// fleet) is how many GPUs the node should have; the agent reports
-	// fewer found as missing GPUs.
-	LabelNvidiaGPUCount = "nvidia.com/gpu.count"
-)
-
 // Reasons of the Events the agent writes on its Node, besides the rules'
 // own reasons (a warning problem's Event has its rule's reason).
 const (
@@ -125,9 +117,11 @@ const (
 	// crossed the predictor's threshold.
 	EventReasonGPUFailurePredicted = "GPUFailurePredicted"
 )
+
 // Keys NVIDIA's device plugin and GPU feature discovery publish on GPU
 // Nodes (the test fleet plays them); gpuheal only reads them. The CLI and
-// the status page count a node's GPUs from the resource, else the label.
+// the status page count a node's GPUs from the resource, else the label;
+// the agent expects gpu.count GPUs and reports fewer found as missing.
 const (
 	ResourceNvidiaGPU     = "nvidia.com/gpu"
 	LabelNvidiaGPUCount   = "nvidia.com/gpu.count"
