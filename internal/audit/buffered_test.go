@@ -62,7 +62,7 @@ func TestBufferedRetriesAFailingStore(t *testing.T) {
 		logMu sync.Mutex
 		logs  []string
 	)
-	log := funcr.New(func(prefix, args string) {
+	log := funcr.New(func(_, args string) {
 		logMu.Lock()
 		defer logMu.Unlock()
 		logs = append(logs, args)

@@ -73,10 +73,10 @@ func orDash(s string) string {
 
 // oneLine keeps the table one row per finding: multi-line kernel messages
 // are folded and long ones cut.
-func oneLine(s string, max int) string {
+func oneLine(s string, width int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
+	if r := []rune(s); len(r) > width {
+		return string(r[:width-1]) + "…"
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 // Severity of a finding, from worst to least.
 type Severity string
 
+// The severities, worst first.
 const (
 	Fatal   Severity = "fatal"
 	Warning Severity = "warning"
@@ -47,6 +48,7 @@ func ParseSeverity(s string) (Severity, error) {
 // Action is the recommended remediation; one vocabulary everywhere.
 type Action string
 
+// The actions, from lightest to heaviest (Rank).
 const (
 	ActionNone       Action = "none"
 	ActionRestartApp Action = "restart-app"

@@ -215,6 +215,7 @@ type MIGDevice struct {
 // 230; Xid 154 announces changes).
 type RecoveryAction uint64
 
+// The values NVML defines for field 230.
 const (
 	RecoveryNone          RecoveryAction = 0
 	RecoveryGPUReset      RecoveryAction = 1

@@ -14,7 +14,8 @@ func parseDecode(b []byte) (fac, lvl, n int, ok bool) {
 		return 0, 0, 0, false
 	}
 	j := i + 1
-	for i = j; i < len(b) && isLower(b[i]); i++ {
+	for i = j; i < len(b) && isLower(b[i]); {
+		i++
 	}
 	if lvl = level(b[j:i]); lvl < 0 {
 		return 0, 0, 0, false

@@ -120,9 +120,9 @@ func TestReaderLongLines(t *testing.T) {
 	}
 
 	// A line of exactly MaxLineBytes is read; one byte more is not.
-	max := strings.Repeat("y", 100-len("[    1.000000] "))
-	recs, st = readString(t, "[    1.000000] "+max+"\n[    1.000000] "+max+"y\n", Options{MaxLineBytes: 100})
-	if len(recs) != 1 || recs[0].Message != max || st.TooLong != 1 {
+	longest := strings.Repeat("y", 100-len("[    1.000000] "))
+	recs, st = readString(t, "[    1.000000] "+longest+"\n[    1.000000] "+longest+"y\n", Options{MaxLineBytes: 100})
+	if len(recs) != 1 || recs[0].Message != longest || st.TooLong != 1 {
 		t.Errorf("MaxLineBytes 100: %d records, stats %+v", len(recs), st)
 	}
 }

@@ -9,6 +9,7 @@ import (
 // for node affinity. The empty Tier means "none yet".
 type Tier string
 
+// The tiers, best first.
 const (
 	Gold   Tier = "gold"
 	Silver Tier = "silver"

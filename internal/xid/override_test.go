@@ -155,7 +155,7 @@ func FuzzParseOverrides(f *testing.F) {
 	f.Add([]byte("xid: {13: {severity: fatal, count: 5, window: 10m}}"))
 	f.Add([]byte("xid:\n  31: {action: none}\n"))
 	f.Add([]byte("xid: {1: {window: 5}}"))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(_ *testing.T, data []byte) {
 		ov, err := ParseOverrides(data)
 		if err != nil {
 			return

@@ -106,7 +106,7 @@ func TestSourceHungRunner(t *testing.T) {
 	exited := make(chan struct{})
 	out := readFixture(t, "tesla-t4.xml")
 	calls := 0
-	run := func(ctx context.Context, _ string, _ ...string) ([]byte, error) {
+	run := func(_ context.Context, _ string, _ ...string) ([]byte, error) {
 		calls++
 		if calls == 1 {
 			defer close(exited)

@@ -156,7 +156,7 @@ type reasonBlock struct {
 
 type reasonItem struct{ name, value string }
 
-func (b *reasonBlock) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+func (b *reasonBlock) UnmarshalXML(d *xml.Decoder, _ xml.StartElement) error {
 	for {
 		tok, err := d.Token()
 		if err != nil {

@@ -20,7 +20,8 @@ const (
 // thresholds, `for` durations and clear-after times, and the Xid rules
 // through the Xid catalog (internal/xid) with its count thresholds. It
 // re-implements them in Go rather than running the CEL engine because
-// the engine costs ~35 µs per GPU per evaluation, hours for a fleet-month.
+// the engine costs tens of microseconds per GPU per evaluation
+// (docs/benchmarks.md, "health analyzer"), hours for a fleet-month.
 // Rules on data traces do not carry (driver version, fabric manager,
 // query errors, the kernel's own problems) are left out.
 type baseline struct {

@@ -158,7 +158,7 @@ func Evaluate(ctx context.Context, sets []*trace.Set, m *predict.Model, o Option
 // labelled precursor's start to its failure.
 func onsetOracle(sets []*trace.Set, c *Collected, d Definitions) *Metrics {
 	series := make([]Series, len(c.Slots))
-	any := false
+	labelled := false
 	step := int64(predict.Interval.Seconds())
 	for i, sl := range c.Slots {
 		series[i].Failures = c.Model[i].Failures
@@ -166,13 +166,13 @@ func onsetOracle(sets []*trace.Set, c *Collected, d Definitions) *Metrics {
 			if f.PrecursorStart == nil {
 				continue
 			}
-			any = true
+			labelled = true
 			for t := f.PrecursorStart.Unix(); t < f.Time.Unix(); t += step {
 				series[i].Points = append(series[i].Points, Point{T: t, S: 1})
 			}
 		}
 	}
-	if !any {
+	if !labelled {
 		return nil
 	}
 	m := At(series, 1, d, nil)

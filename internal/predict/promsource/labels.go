@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/predict/trace"
 )
@@ -13,10 +14,6 @@ import (
 // or configuration is wrong, not that a GPU failed: no telemetry of the
 // GPU could foretell them.
 var DefaultIgnoredReasons = []string{"NvidiaDriverMismatch", "NvidiaDriverVersionUnexpected", "NvidiaFabricManagerDown"}
-
-// kernelCondition is the agent's other condition: a kernel problem is not
-// a GPU failure.
-const kernelCondition = "KernelReady"
 
 // aliveSlack: a node-wide failure falls on the node's GPUs that reported
 // at most this long before it (a node that died outright stops reporting
@@ -65,7 +62,8 @@ func Label(recs []audit.Record, slots []Slot, o LabelOptions) ([]trace.Failure, 
 		rep.Incidents++
 		cond, since, ok := parseDetected(r.Message)
 		switch {
-		case cond == kernelCondition:
+		// The agent's other condition: a kernel problem is not a GPU failure.
+		case cond == v1alpha1.ConditionKernelReady:
 			rep.Ignored[cond]++
 			continue
 		case slices.Contains(ignore, r.Reason):

@@ -22,7 +22,7 @@ const (
 	DefaultMaxSamples = 5_000_000
 	// DefaultMaxSlotPoints bounds what one chunk holds in memory here:
 	// GPUs × steps, each a column of 30 float64s plus the decoded query
-	// results (96 GPUs × 5,760 steps in one chunk peaked at 527 MB of heap).
+	// results (a chunk's peak heap: docs/benchmarks.md, "Predictor").
 	DefaultMaxSlotPoints = 500_000
 )
 

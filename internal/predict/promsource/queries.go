@@ -47,9 +47,8 @@ type query struct {
 // Per-link series are summed as they are, assuming one series per link at
 // a time (a restarted pod's old series end with stale markers; HA pairs
 // need a deduplicating query layer such as Thanos in front): collapsing
-// them per link first made the largest queries three times slower.
-// Measured with 96 GPUs × 18 links × 1,000 steps on 2 cores: sum 0.4 s,
-// count 0.3 s, sum of (series + 256) 2.2 s.
+// them per link first made the largest queries several times slower
+// (docs/benchmarks.md, "Predictor").
 func queries(sel, key string) []query {
 	var qs []query
 	one := func(metric string, c column) {

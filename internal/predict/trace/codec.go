@@ -111,13 +111,13 @@ func (c *cursor) bytes(n int) ([]byte, error) {
 	return b, nil
 }
 
-func (c *cursor) bounded(what string, max uint64) (uint64, error) {
+func (c *cursor) bounded(what string, limit uint64) (uint64, error) {
 	v, err := c.uvarint()
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	if v > max {
-		return 0, fmt.Errorf("%s %d: more than %d", what, v, max)
+	if v > limit {
+		return 0, fmt.Errorf("%s %d: more than %d", what, v, limit)
 	}
 	return v, nil
 }

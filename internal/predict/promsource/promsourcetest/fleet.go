@@ -118,10 +118,10 @@ func Start(t testing.TB, o Options) *Fleet {
 	return f
 }
 
-// Node and UUID name GPU slot gpu's node and board as the fleet's
-// series label them.
+// Node names GPU slot gpu's node as the fleet's series label it.
 func (f *Fleet) Node(gpu int) string { return fmt.Sprintf("node-%02d", gpu/f.o.GPUsPerNode) }
 
+// UUID names GPU slot gpu's board as the fleet's series label it.
 func (f *Fleet) UUID(gpu int) string {
 	return fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", f.o.Seed&0xffffffff, gpu)
 }
