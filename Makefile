@@ -10,9 +10,8 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/gpuheal/gpuheal/internal/version.Version=$(VERSION)
 PKGS     := ./...
 # The agent links cgo (NVML) but only needs libc and libdl, which Go's own
-# linker handles: with the external linker the dynamic loader relocates
-# every pointer in the Go read-only data at start, paging in ~10 MiB more
-# of the binary (agent RSS 37 MiB instead of 28 MiB; docs/benchmarks.md).
+# linker handles; with the external linker the agent pages in ~4 MiB more
+# of its own binary (RssFile; docs/benchmarks.md, "agent RSS by linker").
 AGENT_LINK := -linkmode=internal
 export GPUHEAL_BIN_DIR := $(BIN)
 # go-nvml's generated cgo wrappers call APIs NVIDIA marked deprecated; the

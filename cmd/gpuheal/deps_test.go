@@ -3,10 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -87,11 +84,9 @@ func forbiddenBy(path string) string {
 // on where a C compiler is, as make build does).
 func listDeps(t *testing.T) map[string]pkg {
 	t.Helper()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		if goTool, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("the go command is needed to list the CLI's packages: %v", err)
-		}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the CLI's packages: %v", err)
 	}
 	cmd := exec.Command(goTool, "list", "-deps", "-f", `{{.ImportPath}} {{.Standard}} {{len .CgoFiles}} {{join .Imports ","}}`, self)
 	var stderr bytes.Buffer

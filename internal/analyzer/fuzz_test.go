@@ -17,7 +17,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("rules: []\nxid:\n  13: {severity: fatal, count: 5, window: 10m}\n"))
 	f.Add([]byte("rules:\n- {name: a, scope: finding, expr: 'finding.xid == 13', count: {times: 2, window: 1m}, severity: fatal, condition: KernelReady, reason: 'X{{.Finding.Xid}}', message: '{{.GPU.Index}}'}\n"))
 	f.Add([]byte("rules:\n- {name: a, expr: 'size(gpu.nvlink) > 0', value: 'gpu.nvlink', severity: warning, condition: AcceleratedHardwareReady, reason: A}\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(_ *testing.T, data []byte) {
 		rs, err := Load(data)
 		if err != nil {
 			return

@@ -37,7 +37,7 @@ dump, and reports what is wrong with the node's GPUs, worst first: a table
 
 Exit status: 0 nothing above info, 1 warnings, 2 fatal findings, 4 unreadable input.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(_ *cobra.Command, _ []string) error {
 			if o.kmsgPath == "" && o.smiPath == "" {
 				return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("nothing to diagnose: give --kmsg FILE|- and/or --smi-xml FILE")}
 			}

@@ -36,7 +36,7 @@ func newRoot(in io.Reader, out, errOut io.Writer, k *cluster) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Version,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+		PersistentPreRunE: func(_ *cobra.Command, _ []string) error {
 			_, err := logging.Setup(errOut, g.log)
 			return err
 		},

@@ -48,7 +48,7 @@ func (s State) Rank() int {
 	return len(States)
 }
 
-// InService: the node takes work (healthy or merely warned).
+// InService reports whether the node takes work (healthy or merely warned).
 func (s State) InService() bool { return s == StateHealthy || s == StateWarning }
 
 // View is the fleet: the JSON of `gpuheal status -o json` and of the status
@@ -128,7 +128,7 @@ type Condition struct {
 	Since   time.Time `json:"since,omitzero"`
 }
 
-// Bad: this condition makes its node unhealthy.
+// Bad reports whether this condition makes its node unhealthy.
 func (c Condition) Bad() bool {
 	return c.Status == "False" || (c.Type == "Ready" && c.Status == "Unknown")
 }

@@ -87,8 +87,8 @@ func sameFloat(a, b float32) bool { return a == b || (a != a && b != b) }
 func TestStateWindowsByHand(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	st := NewState()
-	at := func(min float64, replays uint64, xids ...uint32) []float32 {
-		s := Sample{Time: t0.Add(time.Duration(min * float64(time.Minute))), CountersRead: 1 << CounterPCIeReplay, Xids: xids}
+	at := func(minute float64, replays uint64, xids ...uint32) []float32 {
+		s := Sample{Time: t0.Add(time.Duration(minute * float64(time.Minute))), CountersRead: 1 << CounterPCIeReplay, Xids: xids}
 		s.Counters[CounterPCIeReplay] = replays
 		for i := range s.Gauges {
 			s.Gauges[i] = NaN

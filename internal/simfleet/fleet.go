@@ -66,7 +66,7 @@ func Run(ctx context.Context, o Options, tmpl agent.Options, log *slog.Logger) e
 	if err != nil {
 		return err
 	}
-	log.Info("sim fleet serving metrics", "address", addr, "node metrics", "/nodes/NODE/metrics")
+	log.Info("sim fleet serving metrics", "address", addr, "nodeMetrics", "/nodes/NODE/metrics")
 	f.run(ctx)
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

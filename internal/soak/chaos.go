@@ -84,7 +84,7 @@ func (m *chaosMonkey) wait() { m.done.Wait() }
 
 func (m *chaosMonkey) note(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	m.r.log.Info("soak: chaos: " + msg)
+	m.r.log.Info("soak: chaos", "event", msg)
 	m.mu.Lock()
 	m.events = append(m.events, time.Now().Format(time.TimeOnly)+" "+msg)
 	m.mu.Unlock()

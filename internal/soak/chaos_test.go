@@ -2,7 +2,6 @@ package soak
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,7 +14,7 @@ import (
 // TestBrokenSMIIsUndone: the chaos puts broken nvidia-smi output in place
 // for agents whose kernel logs exist, and takes it all away when it ends.
 func TestBrokenSMIIsUndone(t *testing.T) {
-	r := &run{workDir: t.TempDir(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), opts: Options{Seed: 3}}
+	r := &run{workDir: t.TempDir(), log: slog.New(slog.DiscardHandler), opts: Options{Seed: 3}}
 	if err := os.MkdirAll(r.simFleetDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,9 @@ import (
 type Mode string
 
 const (
-	// Live: gpuheal-controller, two replicas with leader election.
+	// Live runs gpuheal-controller, two replicas with leader election.
 	Live Mode = "live"
-	// Manual: no controller; a simulated operator replaces a node
+	// Manual runs no controller; a simulated operator replaces a node
 	// OperatorDelay after its GPU condition turned False, the practice the
 	// seed article measured (14–15 minutes).
 	Manual Mode = "manual"

@@ -90,7 +90,7 @@ func (r *run) simFleetDir() string { return filepath.Join(r.workDir, "simfleet")
 func (r *run) chaosFile() string   { return filepath.Join(r.workDir, "provider-chaos") }
 func (r *run) auditDB() string     { return filepath.Join(r.workDir, "audit.db") }
 
-func (r *run) startProcesses(ctx context.Context) error {
+func (r *run) startProcesses(_ context.Context) error {
 	var err error
 	if r.fleetAddr, err = freeAddr(); err != nil {
 		return err
@@ -160,7 +160,7 @@ func (r *run) stopProcesses() error {
 // healAll undoes whatever chaos left: the API server runs, the provider
 // answers and the audit disk has room. Processes that are down come back
 // through their supervisors.
-func (r *run) healAll(ctx context.Context) error {
+func (r *run) healAll(_ context.Context) error {
 	errs := []error{r.env.ResumeAPIServer(), os.Remove(r.chaosFile())}
 	if errors.Is(errs[1], os.ErrNotExist) {
 		errs[1] = nil

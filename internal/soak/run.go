@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 		op := newOperator(r)
 		go op.run(samplerCtx)
 	}
-	log.Info("soak: fleet life under way", "faults scheduled", len(faults), "until", time.Now().Add(o.Duration).Format(time.TimeOnly))
+	log.Info("soak: fleet life under way", "faultsScheduled", len(faults), "until", time.Now().Add(o.Duration).Format(time.TimeOnly))
 	<-faultsCtx.Done()
 	if ctx.Err() != nil {
 		stopSampler()
@@ -112,7 +112,7 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 			log.Error("soak: undoing chaos", "err", err)
 		}
 	}
-	settled := r.quiesce(ctx, len(faults))
+	settled := r.quiesce(ctx)
 	stopSampler()
 	<-samplerDone
 	return r.report(ctx, s, chaos, settled, len(faults))
@@ -151,8 +151,8 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 
 // quiesce waits, after the last fault, until every fault has an incident
 // that ended and none is open, or the bound passes; it reports which.
-func (r *run) quiesce(ctx context.Context, scheduled int) bool {
-	r.log.Info("soak: faults stopped; waiting for open incidents to end", "at most", r.pace.quiesce)
+func (r *run) quiesce(ctx context.Context) bool {
+	r.log.Info("soak: faults stopped; waiting for open incidents to end", "atMost", r.pace.quiesce)
 	deadline := time.Now().Add(r.pace.quiesce)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

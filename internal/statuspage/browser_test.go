@@ -72,7 +72,7 @@ func TestBrowser(t *testing.T) {
 	}
 
 	if os.Getenv("GPUHEAL_UPDATE_SCREENSHOT") == "1" {
-		writeScreenshot(t, step)
+		writeScreenshot(step, t)
 	}
 }
 
@@ -119,7 +119,7 @@ func newBrowser(t *testing.T, chromium string) context.Context {
 }
 
 // writeScreenshot saves the page to docs/status-page.png.
-func writeScreenshot(t *testing.T, ctx context.Context) {
+func writeScreenshot(ctx context.Context, t *testing.T) {
 	t.Helper()
 	// Let the chart and table settle on the last snapshot.
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('#ttr circle').length > 0`)); err != nil {

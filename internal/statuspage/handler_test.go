@@ -198,7 +198,7 @@ func TestRedirectIsRelative(t *testing.T) {
 
 func TestReadErrorIsReported(t *testing.T) {
 	failing := interceptor.NewClient(fleetFixture(t), interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
 			return errors.New("cache not synced")
 		},
 	})

@@ -182,14 +182,6 @@ func crossings(risks []float64, threshold float64) int {
 	return n
 }
 
-func lastValues(m map[int]float64) []float64 {
-	out := make([]float64, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}
-
 // sbeModel is a one-split model: risk 0.993 while the GPU had corrected
 // ECC errors in the last 5 minutes, 0.007 otherwise; threshold 0.5.
 func sbeModel(t *testing.T) *predict.File {
