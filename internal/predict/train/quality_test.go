@@ -43,4 +43,3 @@ func TestTrainBeatsBaselineOnUnseenSeed(t *testing.T) {
 		t.Errorf("onset oracle %+v: want a ceiling at least the model's recall %.3f", o, r.Recall)
 	}
 }
-
