@@ -67,7 +67,7 @@ func randomHistory(seed uint64, n int) []Sample {
 
 func TestStateMatchesBatchDefinitions(t *testing.T) {
 	for seed := range uint64(4) {
-		h := randomHistory(seed, 3000)
+		h := randomHistory(seed, 1000) // ~8 h of slots: four times the longest window
 		want := BatchFeatures(h)
 		st := NewState()
 		names := FeatureNames()
