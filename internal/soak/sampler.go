@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/fleetview"
 	"github.com/gpuheal/gpuheal/internal/procs"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/testenv"
@@ -155,23 +156,25 @@ func (s *sampler) sample(ctx context.Context, now time.Time) {
 			s.pdbBelow++
 		}
 	}
-	s.capacity(now, dt, nodes.Items, pods.Items)
+	s.capacity(now, dt, fleetview.Build(nodes.Items, rems.Items), nodes.Items, pods.Items)
 }
 
 // capacity adds up node-time out of service and which pods a broken GPU
-// hit, and tracks each slot's outages.
-func (s *sampler) capacity(now time.Time, dt time.Duration, nodes []corev1.Node, pods []corev1.Pod) {
+// hit, and tracks each slot's outages. In service is what the fleet view
+// says (as `gpuheal status` and the status page count it): healthy or
+// merely warned, not cordoned, no incident open.
+func (s *sampler) capacity(now time.Time, dt time.Duration, view fleetview.View, nodes []corev1.Node, pods []corev1.Pod) {
 	broken := map[string]bool{}
-	inService := map[string]bool{}
 	for i := range nodes {
-		n := &nodes[i]
-		bad := brokenNode(n)
-		broken[n.Name] = bad
-		up := testenv.NodeReady(n) && !n.Spec.Unschedulable && !bad
+		broken[nodes[i].Name] = brokenNode(&nodes[i])
+	}
+	inService := map[string]bool{}
+	for _, row := range view.Nodes {
+		up := row.State.InService()
 		if !up {
 			s.lostNodeTime += dt
 		}
-		inService[schedule.SlotOf(n.Name)] = inService[schedule.SlotOf(n.Name)] || up
+		inService[schedule.SlotOf(row.Name)] = inService[schedule.SlotOf(row.Name)] || up
 	}
 	for i := range s.r.opts.Nodes {
 		slot := testenv.NodeName(nodePrefix, i)
