@@ -1,0 +1,43 @@
+package testproc
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuheal/gpuheal/internal/procs"
+)
+
+func TestStartCommandLogsAndStopsAtCleanup(t *testing.T) {
+	var p *procs.Process
+	t.Run("inner", func(t *testing.T) {
+		p = StartCommand(t, procs.Command{Path: "/bin/sh", Args: []string{"-c", "echo started; while :; do sleep 0.05; done"}})
+		EventuallyTrue(t, 10*time.Second, "the shell's first line", func() bool { return p.Tail(1) == "started" })
+		if b, err := os.ReadFile(p.LogPath); err != nil || !strings.Contains(string(b), "started") {
+			t.Errorf("log file %s: %q, %v", p.LogPath, b, err)
+		}
+	})
+	select {
+	case <-p.Done():
+	default:
+		t.Fatal("the process outlived its test")
+	}
+}
+
+func TestWaitHTTPWaitsFor200(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	WaitHTTP(t, srv.URL, 10*time.Second)
+	if calls.Load() < 3 {
+		t.Errorf("answered after %d calls, want 3", calls.Load())
+	}
+}
