@@ -126,9 +126,10 @@ func TestStopAllInReverseAndStartError(t *testing.T) {
 
 func TestTailBufferKeepsTheEnd(t *testing.T) {
 	b := newTailBuffer(8)
-	_, _ = b.Write([]byte("0123456789"))
-	_, _ = b.Write([]byte("ab"))
-	if b.String() != "456789ab" {
+	for _, w := range []string{"0123", "456789", "ab", "cdefghijklmnopq", "rs"} {
+		_, _ = b.Write([]byte(w))
+	}
+	if b.String() != "lmnopqrs" {
 		t.Errorf("got %q", b.String())
 	}
 }

@@ -33,7 +33,9 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
-// tailBuffer keeps the last limit bytes written to it.
+// tailBuffer keeps the last limit bytes written to it. It trims only
+// when it holds twice that, so a chatty child (kwok on a large fleet)
+// costs a copy per limit bytes written, not one per write.
 type tailBuffer struct {
 	mu    sync.Mutex
 	limit int
@@ -46,8 +48,8 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
-	if over := len(t.b) - t.limit; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
+	if len(t.b) > 2*t.limit {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.limit:]...)
 	}
 	return len(p), nil
 }
@@ -55,5 +57,5 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(t.b)
+	return string(t.b[max(len(t.b)-t.limit, 0):])
 }
