@@ -1,6 +1,8 @@
 package testproc
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,4 +42,37 @@ func TestWaitHTTPWaitsFor200(t *testing.T) {
 	if calls.Load() < 3 {
 		t.Errorf("answered after %d calls, want 3", calls.Load())
 	}
+}
+
+func TestEventuallyUntilAndConsistently(t *testing.T) {
+	n := 0
+	EventuallyTrue(t, 10*time.Second, "the third check", func() bool { n++; return n >= 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	UntilTrue(ctx, t, "the sixth check", func() bool { n++; return n >= 6 })
+	checks := 0
+	Consistently(t, 200*time.Millisecond, "a constant", func() bool { checks++; return true })
+	if checks < 2 {
+		t.Errorf("Consistently checked %d times in 200ms", checks)
+	}
+	var failed fatalRecorder
+	func() {
+		defer func() { _ = recover() }()
+		Consistently(&failed, 10*time.Second, "the first two checks", func() bool { checks--; return checks > 0 })
+	}()
+	if !strings.Contains(failed.msg, "the first two checks stopped holding") {
+		t.Errorf("Consistently of a breaking condition said %q", failed.msg)
+	}
+}
+
+// fatalRecorder is a testing.TB whose Fatalf records and stops the caller.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalRecorder) Helper() {}
+func (f *fatalRecorder) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	panic("fatal")
 }

@@ -1,7 +1,8 @@
+//go:build integration
+
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -84,19 +85,4 @@ func startControllerBinary(t testing.TB, kubeconfig string, extra ...string) (me
 	startProcess(t, bin, args...)
 	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), time.Minute)
 	return metricsPort
-}
-
-// pollUntil calls done every 50 ms until it reports true; the test fails
-// with what when ctx ends first.
-func pollUntil(ctx context.Context, t testing.TB, what string, done func() bool) {
-	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !done() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("gave up waiting: %s", what)
-		case <-tick.C:
-		}
-	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -26,6 +28,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // fleetClock records, from a watch on the fleet, when each node was first
@@ -53,7 +56,7 @@ func (f *fleetClock) follow(ctx context.Context, b *testing.B, c client.WithWatc
 			if _, seen := f.cordoned[n.Name]; n.Spec.Unschedulable && !seen {
 				f.cordoned[n.Name] = now
 			}
-			if old := n.Annotations["gpuheal.io/replaces"]; old != "" && testenv.NodeReady(n) {
+			if old := n.Annotations[v1alpha1.AnnotationReplaces]; old != "" && testenv.NodeReady(n) {
 				if _, seen := f.replReady[old]; !seen {
 					f.replReady[old] = now
 				}
@@ -88,7 +91,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 		b.Fatalf("GPUHEAL_BENCH_NODES=%d: phase 1's %d failures would open the breaker (maxUnhealthy 20%%); use at least %d nodes",
 			nodes, failures, failures*5)
 	}
-	env := testenv.ForTest(b, testenv.Options{Kwok: true, Scheme: benchScheme(b)})
+	env := testcluster.Start(b, testenv.Options{Kwok: true, Scheme: benchScheme(b)})
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -111,7 +114,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	policy := &v1alpha1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
 		Spec: v1alpha1.RemediationPolicySpec{
-			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, For: metav1.Duration{Duration: minDuration}}},
+			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, For: metav1.Duration{Duration: minDuration}}},
 			MaxParallel:         &mp,
 			Provider:            "kwok",
 			RecoveryHold:        &metav1.Duration{Duration: 5 * time.Second},
@@ -280,7 +283,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 func breakNode(ctx context.Context, b testing.TB, c client.Client, node string) time.Time {
 	now := metav1.Now()
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{{
-		Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error",
+		Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error",
 		Message: "GPU 0 fell off the bus; recommended action: replace", LastTransitionTime: now, LastHeartbeatTime: now,
 	}}}})
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
