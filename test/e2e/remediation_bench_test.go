@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/poll"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
@@ -149,8 +150,11 @@ func BenchmarkRemediationFleet(b *testing.B) {
 		since[n] = breakNode(ctx, b, env.Client, n)
 	}
 	maxInFlight, peakRSS := 0, 0
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
+	settle, cancelSettle := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancelSettle()
+	// A 500 ms sampling interval: a faster poll would load the API server
+	// the benchmark measures.
+	err = poll.Until(settle, fmt.Sprintf("%d incidents to succeed", failures), 500*time.Millisecond, func(ctx context.Context) (bool, error) {
 		items := listIncidents(ctx, b, env.Client)
 		active, done := 0, 0
 		for _, it := range items {
@@ -163,13 +167,13 @@ func BenchmarkRemediationFleet(b *testing.B) {
 		}
 		maxInFlight = max(maxInFlight, active)
 		peakRSS = max(peakRSS, rssKiB(pid))
-		if done == failures {
-			break
+		if done != failures {
+			return false, fmt.Errorf("%d of %d succeeded", done, failures)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d incidents succeeded within 10 minutes", done, failures)
-		}
-		time.Sleep(500 * time.Millisecond) // sampling interval
+		return true, nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	// The cordon is timed twice: when the controller recorded the Cordoned
 	// phase (right after the API server accepted the cordon; microseconds,
@@ -239,17 +243,16 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	breakMany(ctx, b, env.Client, mass)
 	b.Logf("broke %d nodes in %v", len(mass), time.Since(t2).Round(time.Millisecond))
 	var pol v1alpha1.RemediationPolicy
-	for {
+	breakerCtx, cancelBreaker := context.WithDeadline(ctx, t2.Add(3*time.Minute))
+	defer cancelBreaker()
+	what := fmt.Sprintf("the breaker to open after %d of %d nodes failed", len(mass), nodes)
+	if err := poll.Until(breakerCtx, what, 500*time.Millisecond, func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, types.NamespacedName{Name: "fleet"}, &pol); err != nil {
-			b.Fatal(err)
+			return false, err
 		}
-		if pol.Status.BreakerOpen {
-			break
-		}
-		if time.Since(t2) > 3*time.Minute {
-			b.Fatalf("breaker not open 3 minutes after %d of %d nodes failed (status %+v)", len(mass), nodes, pol.Status)
-		}
-		time.Sleep(500 * time.Millisecond)
+		return pol.Status.BreakerOpen, fmt.Errorf("status %+v", pol.Status)
+	}); err != nil {
+		b.Fatal(err)
 	}
 	b.Logf("breaker open %v after the mass failure: %s", time.Since(t2).Round(time.Millisecond), breakerMessage(pol))
 	// Let every incident open (minimum duration) and be held, then count.
