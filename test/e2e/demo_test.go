@@ -3,12 +3,10 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,43 +89,6 @@ func processesMentioning(s string) []string {
 		found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
 	}
 	return found
-}
-
-// lineLog keeps a process's output by lines and hands the first line
-// that match accepts to found.
-type lineLog struct {
-	mu      sync.Mutex
-	partial []byte
-	lines   []string
-	match   func(line string) bool
-	found   chan string
-}
-
-func (l *lineLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.partial = append(l.partial, p...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(l.partial[:i])
-		l.partial = l.partial[i+1:]
-		l.lines = append(l.lines, line)
-		if l.match(line) {
-			select {
-			case l.found <- line:
-			default:
-			}
-		}
-	}
-}
-
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
 }
 
 func tail(b []byte, n int) []byte { return b[max(len(b)-n, 0):] }

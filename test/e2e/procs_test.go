@@ -3,10 +3,12 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,4 +87,41 @@ func startControllerBinary(t testing.TB, kubeconfig string, extra ...string) (me
 	startProcess(t, bin, args...)
 	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), time.Minute)
 	return metricsPort
+}
+
+// lineLog keeps a process's output by lines and hands the first line
+// that match accepts to found.
+type lineLog struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	match   func(line string) bool
+	found   chan string
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(l.partial[:i])
+		l.partial = l.partial[i+1:]
+		l.lines = append(l.lines, line)
+		if l.match(line) {
+			select {
+			case l.found <- line:
+			default:
+			}
+		}
+	}
+}
+
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
