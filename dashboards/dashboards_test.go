@@ -112,17 +112,6 @@ func loadRules(t *testing.T) []rule {
 	return rules
 }
 
-func TestAlertRulesCheck(t *testing.T) {
-	out := runPromtool(t, "check", "rules", "alerts.yaml")
-	if !strings.Contains(out, "SUCCESS") {
-		t.Errorf("promtool check rules: no SUCCESS in\n%s", out)
-	}
-}
-
-func TestAlertRulesUnitTests(t *testing.T) {
-	runPromtool(t, "test", "rules", "alerts_test.yaml")
-}
-
 // TestAlertRulesMetadata: every alert has a severity, a summary and
 // description, and a runbook link to its own section of docs/alerts.md.
 func TestAlertRulesMetadata(t *testing.T) {

@@ -1,21 +1,24 @@
+//go:build integration
+
 package dashboards
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // promtool finds promtool on PATH. Without it the test fails under CI
-// (CI=true, as testenv.InCI) and skips elsewhere.
+// (testproc.InCI) and skips elsewhere.
 func promtool(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("promtool")
 	if err == nil {
 		return p
 	}
-	if os.Getenv("CI") == "true" {
+	if testproc.InCI() {
 		t.Fatalf("promtool is not installed (%v); CI must provide it: Debian/Ubuntu package prometheus, or the promtool binary of a Prometheus release", err)
 	}
 	t.Skipf("promtool is not installed (%v); install the Debian/Ubuntu package prometheus to run this test (under CI=true it fails)", err)
@@ -31,4 +34,15 @@ func runPromtool(t *testing.T, args ...string) string {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+func TestAlertRulesCheck(t *testing.T) {
+	out := runPromtool(t, "check", "rules", "alerts.yaml")
+	if !strings.Contains(out, "SUCCESS") {
+		t.Errorf("promtool check rules: no SUCCESS in\n%s", out)
+	}
+}
+
+func TestAlertRulesUnitTests(t *testing.T) {
+	runPromtool(t, "test", "rules", "alerts_test.yaml")
 }

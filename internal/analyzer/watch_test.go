@@ -11,6 +11,8 @@ import (
 	"time"
 
 	fakeclock "k8s.io/utils/clock/testing"
+
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 func TestWatch(t *testing.T) {
@@ -36,7 +38,7 @@ func TestWatch(t *testing.T) {
 			OnError: func(err error) { errs <- err }})
 	}()
 	defer func() { cancel(); <-done }()
-	waitFor(t, "the watch ticker", clk.HasWaiters)
+	testproc.EventuallyTrue(t, 10*time.Second, "the watch ticker", clk.HasWaiters)
 	tick := func() { clk.Step(10 * time.Second) }
 
 	// A bad edit: reported with the rule and CEL's message; the engine
@@ -94,7 +96,7 @@ func TestWatchMissingFileLoadsWhenCreated(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("missing file not reported")
 	}
-	waitFor(t, "the watch ticker", clk.HasWaiters)
+	testproc.EventuallyTrue(t, 10*time.Second, "the watch ticker", clk.HasWaiters)
 	writeAtomic(t, path, DefaultRulesYAML())
 	clk.Step(DefaultWatchInterval)
 	select {
@@ -104,18 +106,6 @@ func TestWatchMissingFileLoadsWhenCreated(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("created file not loaded")
-	}
-}
-
-// waitFor polls cond with a deadline; tests never sleep a fixed time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -13,19 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	clocktesting "k8s.io/utils/clock/testing"
-)
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // a poll interval, not a wait for an event
-	}
-}
+	"github.com/gpuheal/gpuheal/internal/testproc"
+)
 
 func metricsText(t *testing.T, reg *prometheus.Registry, want string) {
 	t.Helper()
@@ -82,7 +72,7 @@ func TestBufferedRetriesAFailingStore(t *testing.T) {
 		}
 	}
 	// The loop tried, failed and waits one backoff.
-	eventually(t, "the first failed attempt", func() bool { return clk.HasWaiters() })
+	testproc.EventuallyTrue(t, 10*time.Second, "the first failed attempt", func() bool { return clk.HasWaiters() })
 	metricsText(t, reg, fmt.Sprintf(help, 5, 2, 0, 1))
 	if b.Pending() != 5 || b.Dropped() != 2 {
 		t.Errorf("pending %d dropped %d", b.Pending(), b.Dropped())
@@ -104,7 +94,7 @@ func TestBufferedRetriesAFailingStore(t *testing.T) {
 
 	// Still failing: the backoff doubles.
 	clk.Step(time.Second)
-	eventually(t, "the second attempt", func() bool { return store.WriteCalls() == 2 && clk.HasWaiters() })
+	testproc.EventuallyTrue(t, 10*time.Second, "the second attempt", func() bool { return store.WriteCalls() == 2 && clk.HasWaiters() })
 	clk.Step(time.Second)
 	if store.WriteCalls() != 2 {
 		t.Error("retried before the doubled backoff")
@@ -147,7 +137,7 @@ func TestBufferedTimeIsWhenWritten(t *testing.T) {
 	}
 	written := clk.Now()
 	_ = b.Write(context.Background(), r(0))
-	eventually(t, "the failed attempt", clk.HasWaiters)
+	testproc.EventuallyTrue(t, 10*time.Second, "the failed attempt", clk.HasWaiters)
 	store.Fail(nil)
 	clk.Step(time.Minute)
 	if err := b.Flush(context.Background()); err != nil {

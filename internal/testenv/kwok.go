@@ -5,27 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
+
+	"github.com/gpuheal/gpuheal/internal/procs"
 )
 
 // FakeNodeAnnotation marks the nodes kwok manages; real nodes in a mixed
 // cluster are left alone.
 const FakeNodeAnnotation = "kwok.x-k8s.io/node"
 
-// childProcess is a control-plane process besides etcd and kube-apiserver
-// (which envtest runs): kwok, kube-controller-manager, kube-scheduler.
-type childProcess struct {
-	name string
-	cmd  *exec.Cmd
-	// done closes when the process exits; waitErr is its exit status then.
-	done    chan struct{}
-	waitErr error
-}
+// stopGrace is how long a control-plane child has to end after SIGTERM
+// before it is killed.
+const stopGrace = 10 * time.Second
 
-func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) (*childProcess, error) {
+// startFailWindow is how long a child that has no readiness endpoint is
+// watched for an early exit: one that dies on bad flags or config does so
+// at once, and should fail loudly rather than report success.
+const startFailWindow = 300 * time.Millisecond
+
+func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) (*procs.Process, error) {
 	return startChild(ctx, binDir, "kwok", workDir, out,
 		"--kubeconfig="+kubeconfig,
 		"--config="+filepath.Join(binDir, KwokStagesFile),
@@ -37,54 +36,40 @@ func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.W
 	)
 }
 
-// startChild runs binDir/name with args and returns once it has not
-// failed at start.
-func startChild(ctx context.Context, binDir, name, workDir string, out io.Writer, args ...string) (*childProcess, error) {
-	cmd := exec.Command(filepath.Join(binDir, name), args...)
-	cmd.Dir = workDir
-	cmd.Stdout, cmd.Stderr = out, out
-	// Our own process group keeps a terminal's Ctrl-C from killing the
-	// child before we stop it in order; Pdeathsig ends it if we die first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+// startChild runs binDir/name with args (kwok, kube-controller-manager,
+// kube-scheduler: the processes besides etcd and kube-apiserver, which
+// envtest runs) and returns once it has not failed at start.
+func startChild(ctx context.Context, binDir, name, workDir string, out io.Writer, args ...string) (*procs.Process, error) {
+	p, err := procs.Command{Name: name, Path: filepath.Join(binDir, name), Args: args, Dir: workDir, Output: out}.Start()
+	if err != nil {
+		return nil, err
 	}
-	p := &childProcess{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { p.waitErr = cmd.Wait(); close(p.done) }()
-	// These run without a serving port, so there is no readiness endpoint;
-	// a process that dies on bad flags or config does so at once, so give
-	// it a moment to fail loudly rather than report success.
+	timer := time.NewTimer(startFailWindow)
+	defer timer.Stop()
 	select {
-	case <-p.done:
-		return nil, fmt.Errorf("%s exited at start: %w", name, p.waitErr)
+	case <-p.Done():
+		return nil, fmt.Errorf("%s exited at start: %w", name, p.Err())
 	case <-ctx.Done():
-		_ = p.stop()
+		_ = p.Stop(stopGrace)
 		return nil, ctx.Err()
-	case <-time.After(300 * time.Millisecond):
+	case <-timer.C:
 	}
 	return p, nil
 }
 
-func (p *childProcess) stop() error {
-	if p == nil || p.cmd.Process == nil {
+// stopChild stops p; nil is already stopped.
+func stopChild(p *procs.Process) error {
+	if p == nil {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("%s did not stop within 10s; killed", p.name)
-	}
+	return p.Stop(stopGrace)
 }
 
 // startWorkloadControllers runs kube-controller-manager with the
 // controllers workloads need on a kwok fleet (Deployments, ReplicaSets,
 // PodDisruptionBudget status, node lifecycle and taint eviction, garbage
 // collection) and kube-scheduler, neither serving a port.
-func startWorkloadControllers(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) ([]*childProcess, error) {
+func startWorkloadControllers(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) ([]*procs.Process, error) {
 	auth := []string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0"}
 	kcm, err := startChild(ctx, binDir, "kube-controller-manager", workDir, out, append(auth,
@@ -107,7 +92,7 @@ func startWorkloadControllers(ctx context.Context, binDir, kubeconfig, workDir s
 	}
 	sched, err := startChild(ctx, binDir, "kube-scheduler", workDir, out, auth...)
 	if err != nil {
-		return nil, errors.Join(err, kcm.stop())
+		return nil, errors.Join(err, stopChild(kcm))
 	}
-	return []*childProcess{kcm, sched}, nil
+	return []*procs.Process{kcm, sched}, nil
 }

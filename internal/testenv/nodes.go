@@ -12,12 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/poll"
 )
 
 // Labels of a GPU node as NVIDIA's GPU feature discovery and EKS set them;
 // the agent's DaemonSet selects on GPUPresentLabel.
 const (
-	GPUPresentLabel = "nvidia.com/gpu.present"
+	GPUPresentLabel = v1alpha1.LabelNvidiaGPUPresent
 	GPUCountLabel   = "nvidia.com/gpu.count"
 	GPUProductLabel = "nvidia.com/gpu.product"
 	GPUResource     = corev1.ResourceName("nvidia.com/gpu")
@@ -92,31 +95,21 @@ func WaitNodesReady(ctx context.Context, c client.Client, names []string) error 
 	for _, n := range names {
 		want[n] = true
 	}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	what := fmt.Sprintf("%d nodes to be Ready", len(want))
+	return poll.Until(ctx, what, 200*time.Millisecond, func(ctx context.Context) (bool, error) {
 		var list corev1.NodeList
-		if err := c.List(ctx, &list); err == nil {
-			ready := 0
-			for i := range list.Items {
-				if want[list.Items[i].Name] && NodeReady(&list.Items[i]) {
-					ready++
-				}
-			}
-			if ready == len(want) {
-				return nil
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%d of %d nodes not Ready: %w", len(want)-ready, len(want), ctx.Err())
-			case <-tick.C:
-			}
-			continue
+		if err := c.List(ctx, &list); err != nil {
+			return false, fmt.Errorf("listing nodes: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d nodes to be Ready: %w", len(want), ctx.Err())
-		case <-tick.C:
+		ready := 0
+		for i := range list.Items {
+			if want[list.Items[i].Name] && NodeReady(&list.Items[i]) {
+				ready++
+			}
 		}
-	}
+		if ready < len(want) {
+			return false, fmt.Errorf("%d of %d nodes not Ready", len(want)-ready, len(want))
+		}
+		return true, nil
+	})
 }

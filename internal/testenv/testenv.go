@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/gpuheal/gpuheal/internal/procs"
 )
 
 // Options configures an environment.
@@ -62,9 +64,11 @@ type Env struct {
 	workDir string
 	ownDir  bool
 	env     *envtest.Environment
-	kwok    *childProcess
+	// output receives kwok's and the workload controllers' logs.
+	output io.Writer
+	kwok   *procs.Process
 	// workloads are kube-controller-manager and kube-scheduler.
-	workloads []*childProcess
+	workloads []*procs.Process
 
 	stopOnce sync.Once
 	stopErr  error
@@ -83,7 +87,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if missing := MissingBinaries(binDir, opts.Kwok, opts.Workloads); len(missing) > 0 {
 		return nil, &MissingBinariesError{Dir: binDir, Missing: missing}
 	}
-	e := &Env{binDir: binDir, workDir: opts.WorkDir}
+	e := &Env{binDir: binDir, workDir: opts.WorkDir, output: opts.Output}
+	if e.output == nil {
+		e.output = io.Discard
+	}
 	if e.workDir == "" {
 		if e.workDir, err = os.MkdirTemp("", "gpuheal-testenv-"); err != nil {
 			return nil, err
@@ -138,21 +145,13 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	if opts.Kwok {
-		out := opts.Output
-		if out == nil {
-			out = io.Discard
-		}
-		if e.kwok, err = startKwok(ctx, binDir, e.Kubeconfig, e.workDir, out); err != nil {
+		if e.kwok, err = startKwok(ctx, binDir, e.Kubeconfig, e.workDir, e.output); err != nil {
 			return nil, err
 		}
 		_ = recordChildren(binDir)
 	}
 	if opts.Workloads {
-		out := opts.Output
-		if out == nil {
-			out = io.Discard
-		}
-		if e.workloads, err = startWorkloadControllers(ctx, binDir, e.Kubeconfig, e.workDir, out); err != nil {
+		if e.workloads, err = startWorkloadControllers(ctx, binDir, e.Kubeconfig, e.workDir, e.output); err != nil {
 			return nil, err
 		}
 		_ = recordChildren(binDir)
@@ -183,11 +182,9 @@ func (e *Env) Stop() error {
 	e.stopOnce.Do(func() {
 		var errs []error
 		for _, p := range e.workloads {
-			errs = append(errs, p.stop())
+			errs = append(errs, stopChild(p))
 		}
-		if e.kwok != nil {
-			errs = append(errs, e.kwok.stop())
-		}
+		errs = append(errs, stopChild(e.kwok))
 		if e.env != nil && e.Config != nil {
 			errs = append(errs, e.env.Stop())
 		}
@@ -262,11 +259,10 @@ func (e *Env) RestartKwok(ctx context.Context) error {
 	if e.kwok == nil {
 		return errors.New("this environment runs no kwok")
 	}
-	out := e.kwok.cmd.Stdout
-	if err := e.kwok.stop(); err != nil {
+	if err := stopChild(e.kwok); err != nil {
 		return err
 	}
-	p, err := startKwok(ctx, e.binDir, e.Kubeconfig, e.workDir, out)
+	p, err := startKwok(ctx, e.binDir, e.Kubeconfig, e.workDir, e.output)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/internal/poll"
 )
 
 // WorkloadLabel marks the pods of a GPU workload: its value is the name.
@@ -65,20 +66,17 @@ func CreateGPUWorkload(ctx context.Context, c client.Client, namespace, name str
 // its PodDisruptionBudget allows a disruption, which is when a drain can
 // begin.
 func WaitWorkloadRunning(ctx context.Context, c client.Client, namespace, name string, replicas int) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	what := fmt.Sprintf("workload %s/%s to run %d pods", namespace, name, replicas)
+	return poll.Until(ctx, what, 100*time.Millisecond, func(ctx context.Context) (bool, error) {
 		running, allowed, err := workloadState(ctx, c, namespace, name)
-		if err == nil && running == replicas && allowed > 0 {
-			return nil
+		if err != nil {
+			return false, fmt.Errorf("reading workload %s/%s: %w", namespace, name, err)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("workload %s/%s: %d of %d pods running, PDB allows %d disruptions (last read: %w): %w",
-				namespace, name, running, replicas, allowed, errOrNone(err), ctx.Err())
-		case <-tick.C:
+		if running != replicas || allowed <= 0 {
+			return false, fmt.Errorf("%d of %d pods running, PDB allows %d disruptions", running, replicas, allowed)
 		}
-	}
+		return true, nil
+	})
 }
 
 func workloadState(ctx context.Context, c client.Client, namespace, name string) (running int, allowed int32, err error) {
@@ -97,16 +95,6 @@ func workloadState(ctx context.Context, c client.Client, namespace, name string)
 	}
 	return running, pdb.Status.DisruptionsAllowed, nil
 }
-
-// errOrNone keeps %w working when there was no error.
-func errOrNone(err error) error {
-	if err == nil {
-		return errNone
-	}
-	return err
-}
-
-var errNone = errors.New("ok")
 
 // TrainingFleet is the demo's and the soak test's cluster: n GPU nodes
 // named prefix-0000…, Ready, and one Deployment per job in namespace, each

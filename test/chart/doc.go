@@ -3,4 +3,7 @@
 // applied to a real API server with a server-side dry run, the agent's
 // least-privilege promise, and that deploy/ is the chart's rendering.
 // helm comes from bin/ (hack/build-helm.sh).
+//
+// helm is run as a subprocess, so the tests are built only with
+// -tags integration.
 package chart

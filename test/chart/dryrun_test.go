@@ -1,3 +1,5 @@
+//go:build integration
+
 package chart
 
 import (
@@ -16,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // promOperatorModule holds the ServiceMonitor and PrometheusRule CRDs; its
@@ -32,13 +36,13 @@ func TestServerSideDryRun(t *testing.T) {
 	// Skip (or fail under CI) before starting a control plane.
 	helmBin(t)
 	// Installs our CRDs from charts/gpuheal/crds.
-	env := testenv.ForTest(t, testenv.Options{})
+	env := testcluster.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	monitoring := true
 	if dir, err := promOperatorCRDs(t); err != nil {
-		if testenv.InCI() {
+		if testproc.InCI() {
 			t.Fatalf("prometheus-operator CRDs: %v", err)
 		}
 		t.Logf("prometheus-operator CRDs unavailable (%v): ServiceMonitor and PrometheusRule are not applied", err)

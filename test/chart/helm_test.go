@@ -1,3 +1,5 @@
+//go:build integration
+
 package chart
 
 import (
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // valueSet is one way to install the chart; the files live in testdata/.
@@ -68,7 +71,7 @@ func helmBin(t *testing.T) string {
 	path := filepath.Join(dir, "helm")
 	if _, err := os.Stat(path); err != nil {
 		msg := "helm not found at " + path + "; build it with hack/build-helm.sh"
-		if testenv.InCI() {
+		if testproc.InCI() {
 			t.Fatal(msg)
 		}
 		t.Skip("skipping: " + msg)

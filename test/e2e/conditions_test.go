@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -17,7 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // TestAgentSetsConditionOnItsNode runs the agent in cluster mode against
@@ -25,7 +30,7 @@ import (
 // AcceleratedHardwareReady goes True, then False with the Xid 79 reason
 // once the simulated GPU falls off the bus, and kwok's Ready stays.
 func TestAgentSetsConditionOnItsNode(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{Kwok: true})
+	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	names, err := testenv.CreateGPUNodes(ctx, env.Client, "agent-e2e", 1)
@@ -66,11 +71,11 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 	}
 
 	// Seven of eight GPUs are left for schedulers.
-	waitLabel(ctx, t, env.Client, node, "gpuheal.io/gpu-healthy-count", "7")
+	waitLabel(ctx, t, env.Client, node, v1alpha1.LabelGPUHealthyCount, "7")
 	// The pending row remap is an active warning, counted for the controller's health score.
 	// Its active warnings are counted on the node for the controller's
 	// health score, as many as the agent's own metric says are active.
-	pollUntil(ctx, t, "annotation gpuheal.io/active-warnings matching gpuheal_problem_active{severity=warning}", func() bool {
+	testproc.UntilTrue(ctx, t, "annotation gpuheal.io/active-warnings matching gpuheal_problem_active{severity=warning}", func() bool {
 		var n corev1.Node
 		active := 0
 		for _, line := range strings.Split(scrape(t, metricsURL), "\n") {
@@ -79,7 +84,7 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 			}
 		}
 		return active >= 1 && env.Client.Get(ctx, client.ObjectKey{Name: node}, &n) == nil &&
-			n.Annotations["gpuheal.io/active-warnings"] == strconv.Itoa(active)
+			n.Annotations[v1alpha1.AnnotationActiveWarnings] == strconv.Itoa(active)
 	})
 
 	// The warning (a pending row remap) is an Event on the node, once.
@@ -93,7 +98,7 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 func waitEvent(ctx context.Context, t *testing.T, c client.Client, node, reason string) corev1.Event {
 	t.Helper()
 	var found corev1.Event
-	pollUntil(ctx, t, fmt.Sprintf("a %s event on node %s", reason, node), func() bool {
+	testproc.UntilTrue(ctx, t, fmt.Sprintf("a %s event on node %s", reason, node), func() bool {
 		var list corev1.EventList
 		if err := c.List(ctx, &list, client.InNamespace("default")); err != nil {
 			return false
@@ -113,13 +118,13 @@ func waitEvent(ctx context.Context, t *testing.T, c client.Client, node, reason 
 func waitCondition(ctx context.Context, t *testing.T, c client.Client, node string, status corev1.ConditionStatus) corev1.NodeCondition {
 	t.Helper()
 	var found corev1.NodeCondition
-	pollUntil(ctx, t, fmt.Sprintf("node %s AcceleratedHardwareReady=%s", node, status), func() bool {
+	testproc.UntilTrue(ctx, t, fmt.Sprintf("node %s AcceleratedHardwareReady=%s", node, status), func() bool {
 		var n corev1.Node
 		if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
 			return false
 		}
 		for _, cond := range n.Status.Conditions {
-			if cond.Type == "AcceleratedHardwareReady" && cond.Status == status {
+			if cond.Type == v1alpha1.ConditionAcceleratedHardwareReady && cond.Status == status {
 				found = cond
 				return true
 			}
@@ -137,7 +142,7 @@ func waitCondition(ctx context.Context, t *testing.T, c client.Client, node stri
 // seen anew (as a simulated node re-injects its fault): the condition's
 // lastTransitionTime must still be the first one.
 func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{Kwok: true})
+	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	names, err := testenv.CreateGPUNodes(ctx, env.Client, "latched", 1)
@@ -163,7 +168,7 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	waitHTTP(t, url, 30*time.Second)
 	// The restarted agent's own verdict, once it has evaluated: 0 = False.
 	series := `gpuheal_condition_status{type="AcceleratedHardwareReady"}`
-	pollUntil(ctx, t, "the restarted agent's first evaluation", func() bool { return strings.Contains(scrape(t, url), series) })
+	testproc.UntilTrue(ctx, t, "the restarted agent's first evaluation", func() bool { return strings.Contains(scrape(t, url), series) })
 	if v := metricValue(t, url, series); v != 0 {
 		t.Fatalf("restarted agent says AcceleratedHardwareReady=%v (1 = True): the latched Xid 79 was forgotten", v)
 	}
@@ -180,20 +185,20 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	}
 	// Times on a Node have whole seconds: let the clock pass the first
 	// transition's second, or a wrongly new one could not be told apart.
-	pollUntil(ctx, t, "the clock to pass the first transition's second", func() bool {
+	testproc.UntilTrue(ctx, t, "the clock to pass the first transition's second", func() bool {
 		return time.Now().After(before.LastTransitionTime.Add(time.Second))
 	})
 	reinjected := filepath.Join(dir, "kmsg-again")
 	appendLines(t, reinjected, "4,9,90000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
 	startClusterAgent(t, node, env.Kubeconfig, reinjected, filepath.Join(dir, "state-lost"))
 	var after corev1.NodeCondition
-	pollUntil(ctx, t, "the restarted agent's first write of the condition", func() bool {
+	testproc.UntilTrue(ctx, t, "the restarted agent's first write of the condition", func() bool {
 		var n corev1.Node
 		if env.Client.Get(ctx, client.ObjectKey{Name: node}, &n) != nil {
 			return false
 		}
 		for _, c := range n.Status.Conditions {
-			if c.Type == "AcceleratedHardwareReady" && !c.LastHeartbeatTime.Equal(&old) {
+			if c.Type == v1alpha1.ConditionAcceleratedHardwareReady && !c.LastHeartbeatTime.Equal(&old) {
 				after = c
 				return true
 			}
@@ -225,7 +230,7 @@ func scrape(t testing.TB, url string) string {
 // waitLabel polls the node until the label has the value.
 func waitLabel(ctx context.Context, t *testing.T, c client.Client, node, key, want string) {
 	t.Helper()
-	pollUntil(ctx, t, fmt.Sprintf("node %s label %s=%s", node, key, want), func() bool {
+	testproc.UntilTrue(ctx, t, fmt.Sprintf("node %s label %s=%s", node, key, want), func() bool {
 		var n corev1.Node
 		return c.Get(ctx, client.ObjectKey{Name: node}, &n) == nil && n.Labels[key] == want
 	})

@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -16,6 +18,8 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // TestControllerBinaryRecordsAndServesAudit runs the gpuheal-controller
@@ -24,7 +28,7 @@ import (
 // on its metrics port, checks the chain, and finds the health score on the
 // node.
 func TestControllerBinaryRecordsAndServesAudit(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{Kwok: true, Scheme: benchScheme(t)})
+	env := testcluster.Start(t, testenv.Options{Kwok: true, Scheme: benchScheme(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	names, err := testenv.CreateGPUNodes(ctx, env.Client, "ctl", 2)
@@ -38,7 +42,7 @@ func TestControllerBinaryRecordsAndServesAudit(t *testing.T) {
 	policy := &v1alpha1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "ctl"},
 		Spec: v1alpha1.RemediationPolicySpec{
-			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, For: metav1.Duration{Duration: time.Second}}},
+			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, For: metav1.Duration{Duration: time.Second}}},
 			Provider:            "kwok",
 			RecoveryHold:        &metav1.Duration{Duration: time.Second},
 			MaxUnhealthy:        &half, // the default 20% of two nodes would hold every incident
@@ -54,7 +58,7 @@ func TestControllerBinaryRecordsAndServesAudit(t *testing.T) {
 	node := names[0]
 	breakNode(ctx, t, env.Client, node)
 	var nr v1alpha1.NodeRemediation
-	pollUntil(ctx, t, "incident Succeeded", func() bool {
+	testproc.UntilTrue(ctx, t, "incident Succeeded", func() bool {
 		var list v1alpha1.NodeRemediationList
 		if env.Client.List(ctx, &list) != nil || len(list.Items) != 1 {
 			return false
@@ -78,10 +82,10 @@ func TestControllerBinaryRecordsAndServesAudit(t *testing.T) {
 		}
 	}
 	// The replacement is a fresh node: gold. The other node never failed.
-	pollUntil(ctx, t, "health score on the untouched node", func() bool {
+	testproc.UntilTrue(ctx, t, "health score on the untouched node", func() bool {
 		var n corev1.Node
 		return env.Client.Get(ctx, types.NamespacedName{Name: names[1]}, &n) == nil &&
-			n.Annotations["gpuheal.io/health-score"] == "100.0" && n.Labels["gpuheal.io/health-tier"] == "gold"
+			n.Annotations[v1alpha1.AnnotationHealthScore] == "100.0" && n.Labels[v1alpha1.LabelHealthTier] == "gold"
 	})
 }
 

@@ -1,17 +1,19 @@
+//go:build integration
+
 package e2e
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuheal/gpuheal/internal/procs"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // TestDemo runs `gpuheal demo` as a newcomer would (small and fast): a
@@ -19,45 +21,18 @@ import (
 // the status page answers; Ctrl-C stops everything and leaves no process
 // behind.
 func TestDemo(t *testing.T) {
-	binDir := requireControlPlane(t)
-	requireWorkloadControllers(t, binDir)
+	binDir := testcluster.RequireBinaries(t, true, true)
 	buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
 	buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
 	gpuheal := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal", "gpuheal")
 	workDir := t.TempDir()
 	controller := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(gpuheal, "demo", "--nodes=8", "--speed=8", "--seed=3", "--bin-dir="+binDir,
-		"--work-dir="+workDir, "--controller-address="+controller, fmt.Sprintf("--agent-address=127.0.0.1:%d", freePort(t)))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	var out lockedLines
-	recovered := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			out.add(line)
-			if strings.Contains(line, "RECOVERED in") {
-				select {
-				case recovered <- line:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		done <- cmd.Wait()
-	}()
+	out := &lineLog{match: func(l string) bool { return strings.Contains(l, "RECOVERED in") }, found: make(chan string, 1)}
+	demo := testproc.StartCommand(t, procs.Command{Path: gpuheal, Args: []string{"demo", "--nodes=8", "--speed=8", "--seed=3",
+		"--bin-dir=" + binDir, "--work-dir=" + workDir, "--controller-address=" + controller,
+		fmt.Sprintf("--agent-address=127.0.0.1:%d", freePort(t))}, Output: out, StopSignal: syscall.SIGINT})
 	defer func() {
 		if t.Failed() {
-			t.Logf("demo output:\n%s\nstderr:\n%s", out.String(), stderr.String())
 			for _, f := range []string{"gpuheal-controller.log", "gpuheal-agent.log"} {
 				b, _ := os.ReadFile(filepath.Join(workDir, f))
 				t.Logf("%s (last 3000 bytes):\n%s", f, tail(b, 3000))
@@ -66,12 +41,11 @@ func TestDemo(t *testing.T) {
 	}()
 
 	select {
-	case line := <-recovered:
+	case line := <-out.found:
 		t.Logf("first recovery: %s", line)
-	case err := <-done:
-		t.Fatalf("demo exited before any recovery: %v", err)
+	case <-demo.Done():
+		t.Fatalf("demo exited before any recovery: %v", demo.Err())
 	case <-time.After(4 * time.Minute):
-		_ = cmd.Process.Kill()
 		t.Fatal("no incident recovered within 4 minutes")
 	}
 	for _, want := range []string{"DETECTED AcceleratedHardwareReady=False", "cordoned", "drained"} {
@@ -81,38 +55,23 @@ func TestDemo(t *testing.T) {
 	}
 	waitHTTP(t, "http://"+controller+"/status/api/fleet", 10*time.Second)
 
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	// Ctrl-C in a terminal reaches the demo's process group.
+	if err := demo.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-done:
-		if err != nil {
+	case <-demo.Done():
+		if err := demo.Err(); err != nil {
 			t.Fatalf("demo exit after Ctrl-C: %v", err)
 		}
 	case <-time.After(90 * time.Second):
-		_ = cmd.Process.Kill()
 		t.Fatal("demo did not stop within 90s of Ctrl-C")
 	}
 	// Every process the demo started had the work directory in its
 	// arguments (kubeconfig, logs); none may be left.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	pollUntil(ctx, t, "no process left with "+workDir+" in its command line", func() bool {
+	testproc.EventuallyTrue(t, 20*time.Second, "no process left with "+workDir+" in its command line", func() bool {
 		return len(processesMentioning(workDir)) == 0
 	})
-}
-
-func requireWorkloadControllers(t *testing.T, binDir string) {
-	t.Helper()
-	for _, b := range []string{"kube-controller-manager", "kube-scheduler"} {
-		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
-			msg := b + " missing from " + binDir + "; `make controlplane` builds it"
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
 }
 
 // processesMentioning lists live processes whose command line contains s.
@@ -130,18 +89,6 @@ func processesMentioning(s string) []string {
 		found = append(found, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
 	}
 	return found
-}
-
-type lockedLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *lockedLines) add(s string) { l.mu.Lock(); l.lines = append(l.lines, s); l.mu.Unlock() }
-func (l *lockedLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
 }
 
 func tail(b []byte, n int) []byte { return b[max(len(b)-n, 0):] }

@@ -1,12 +1,17 @@
+//go:build integration
+
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // TestAgentKernelLogResume runs the agent's kernel-log monitor on a raw
@@ -57,21 +62,15 @@ var current func(code string) float64
 // for a few more polls of the file (a duplicate would arrive within them).
 func waitMetric(t *testing.T, code string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for current(code) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("gpuheal_findings_total{code=%s} = %v, want %v", code, current(code), want)
-		}
-		<-tick.C
-	}
-	for range 10 { // 10 polls × 50 ms of the file: a re-read would show
-		<-tick.C
+	what := fmt.Sprintf("gpuheal_findings_total{code=%s} = %v", code, want)
+	testproc.Eventually(t, 30*time.Second, what, func(context.Context) (bool, error) {
 		if got := current(code); got != want {
-			t.Fatalf("gpuheal_findings_total{code=%s} moved to %v after reaching %v", code, got, want)
+			return false, fmt.Errorf("it is %v", got)
 		}
-	}
+		return true, nil
+	})
+	// 10 polls × 50 ms of the file: a re-read would show.
+	testproc.Consistently(t, 500*time.Millisecond, what, func() bool { return current(code) == want })
 }
 
 func appendLines(t *testing.T, path string, lines ...string) {

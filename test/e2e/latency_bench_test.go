@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -16,7 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // latencyRules has one fatal finding rule that clears quickly, so each
@@ -45,7 +49,7 @@ func BenchmarkXidToConditionFalse(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("GPUHEAL_LATENCY_TRIALS")); err == nil && v > 0 {
 		trials = v
 	}
-	env := testenv.ForTest(b, testenv.Options{Kwok: true})
+	env := testcluster.Start(b, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	names, err := testenv.CreateGPUNodes(ctx, env.Client, "latency", 1)
@@ -105,7 +109,7 @@ func watchCondition(ctx context.Context, cs kubernetes.Interface, node string, o
 				continue
 			}
 			for _, c := range n.Status.Conditions {
-				if c.Type == "AcceleratedHardwareReady" {
+				if c.Type == v1alpha1.ConditionAcceleratedHardwareReady {
 					out <- c.Status
 				}
 			}

@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -16,7 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // TestAgentRidesOutAPIServerOutage cuts the agent off the API server for
@@ -24,7 +29,7 @@ import (
 // connections), lets a GPU fall off the bus meanwhile, and checks that the
 // condition reaches the Node once the API server is reachable again.
 func TestAgentRidesOutAPIServerOutage(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{Kwok: true})
+	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	names, err := testenv.CreateGPUNodes(ctx, env.Client, "outage", 1)
@@ -61,19 +66,10 @@ func TestAgentRidesOutAPIServerOutage(t *testing.T) {
 	outage := time.Now()
 	appendLines(t, kernelLog, "4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
 	// 30 s without the API server; the test's own client goes direct.
-	outageEnd := time.NewTimer(30*time.Second - time.Since(outage))
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for waiting := true; waiting; {
-		select {
-		case <-outageEnd.C:
-			waiting = false
-		case <-tick.C:
-			if c := conditionNow(ctx, t, env, node); c != nil && c.Status == corev1.ConditionFalse {
-				t.Fatal("the condition changed while the agent could not reach the API server: the proxy leaks")
-			}
-		}
-	}
+	testproc.Consistently(t, 30*time.Second-time.Since(outage), "the condition unchanged while the agent cannot reach the API server (else the proxy leaks)", func() bool {
+		c := conditionNow(ctx, t, env, node)
+		return c == nil || c.Status != corev1.ConditionFalse
+	})
 	proxy.restore()
 	back := time.Now()
 	sick := waitCondition(ctx, t, env.Client, node, corev1.ConditionFalse)
@@ -90,7 +86,7 @@ func conditionNow(ctx context.Context, t *testing.T, env *testenv.Env, node stri
 		return nil
 	}
 	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == "AcceleratedHardwareReady" {
+		if n.Status.Conditions[i].Type == v1alpha1.ConditionAcceleratedHardwareReady {
 			return &n.Status.Conditions[i]
 		}
 	}

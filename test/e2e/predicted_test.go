@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -13,6 +15,8 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // TestPredictedFailureDrainsEndToEnd runs both binaries as shipped: the
@@ -23,7 +27,7 @@ import (
 // API, and call no provider. The model's accuracy is docs/predictor.md's
 // subject; this test is about the path from a prediction to a drain.
 func TestPredictedFailureDrainsEndToEnd(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{Kwok: true, Scheme: benchScheme(t)})
+	env := testcluster.Start(t, testenv.Options{Kwok: true, Scheme: benchScheme(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	names, err := testenv.CreateGPUNodes(ctx, env.Client, "pred", 1)
@@ -39,9 +43,9 @@ func TestPredictedFailureDrainsEndToEnd(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "predicted"},
 		Spec: v1alpha1.RemediationPolicySpec{
 			UnhealthyConditions: []v1alpha1.UnhealthyCondition{
-				{Type: "GPUFailurePredicted", Status: corev1.ConditionTrue, For: metav1.Duration{Duration: time.Second}},
+				{Type: v1alpha1.ConditionGPUFailurePredicted, Status: corev1.ConditionTrue, For: metav1.Duration{Duration: time.Second}},
 			},
-			Actions:      []v1alpha1.ActionRule{{ConditionType: "GPUFailurePredicted", Action: v1alpha1.ActionCordonOnly}},
+			Actions:      []v1alpha1.ActionRule{{ConditionType: v1alpha1.ConditionGPUFailurePredicted, Action: v1alpha1.ActionCordonOnly}},
 			Provider:     "kwok",
 			MaxUnhealthy: &all,
 			RecoveryHold: &metav1.Duration{Duration: time.Minute},
@@ -70,7 +74,7 @@ func TestPredictedFailureDrainsEndToEnd(t *testing.T) {
 	startClusterAgent(t, node, env.Kubeconfig, kernelLog, filepath.Join(dir, "state"), "--predictor-threshold=0.000001")
 
 	var nr v1alpha1.NodeRemediation
-	pollUntil(ctx, t, "the predicted failure's incident Succeeded", func() bool {
+	testproc.UntilTrue(ctx, t, "the predicted failure's incident Succeeded", func() bool {
 		var list v1alpha1.NodeRemediationList
 		if env.Client.List(ctx, &list) != nil || len(list.Items) != 1 {
 			return false
@@ -78,7 +82,7 @@ func TestPredictedFailureDrainsEndToEnd(t *testing.T) {
 		nr = list.Items[0]
 		return nr.Status.Phase == v1alpha1.PhaseSucceeded
 	})
-	if nr.Spec.Trigger.Type != "GPUFailurePredicted" || !strings.Contains(nr.Spec.Trigger.Message, "failure predicted") {
+	if nr.Spec.Trigger.Type != v1alpha1.ConditionGPUFailurePredicted || !strings.Contains(nr.Spec.Trigger.Message, "failure predicted") {
 		t.Errorf("trigger %s: %q, want the agent's GPUFailurePredicted", nr.Spec.Trigger.Type, nr.Spec.Trigger.Message)
 	}
 	if nr.Status.Action != v1alpha1.ActionCordonOnly || len(nr.Status.ProviderRequests) != 0 {

@@ -1,11 +1,14 @@
+//go:build integration
+
 package e2e
 
 import (
-	"context"
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,17 +89,39 @@ func startControllerBinary(t testing.TB, kubeconfig string, extra ...string) (me
 	return metricsPort
 }
 
-// pollUntil calls done every 50 ms until it reports true; the test fails
-// with what when ctx ends first.
-func pollUntil(ctx context.Context, t testing.TB, what string, done func() bool) {
-	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for !done() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("gave up waiting: %s", what)
-		case <-tick.C:
+// lineLog keeps a process's output by lines and hands the first line
+// that match accepts to found.
+type lineLog struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	match   func(line string) bool
+	found   chan string
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(l.partial[:i])
+		l.partial = l.partial[i+1:]
+		l.lines = append(l.lines, line)
+		if l.match(line) {
+			select {
+			case l.found <- line:
+			default:
+			}
 		}
 	}
+}
+
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -10,6 +12,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // TestPrometheusScrapesAndPushgatewayReceivesAgent runs the agent on the sim
@@ -69,41 +73,48 @@ scrape_configs:
 // plausible value, and returns its labels.
 func waitForSeries(t *testing.T, promURL, query string, within time.Duration) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	var last string
-	for {
-		resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(query))
-		if err == nil {
-			var body struct {
-				Status string `json:"status"`
-				Data   struct {
-					Result []struct {
-						Metric map[string]string `json:"metric"`
-						Value  [2]any            `json:"value"`
-					} `json:"result"`
-				} `json:"data"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&body)
-			resp.Body.Close()
-			if err == nil && len(body.Data.Result) == 1 {
-				var v float64
-				fmt.Sscan(fmt.Sprint(body.Data.Result[0].Value[1]), &v)
-				if v < 20 || v > 100 {
-					t.Fatalf("%s = %v °C, not a plausible GPU temperature", query, v)
-				}
-				return body.Data.Result[0].Metric
-			}
-			last = fmt.Sprintf("status %s, %d results, err %v", body.Status, len(body.Data.Result), err)
-		} else {
-			last = err.Error()
+	var labels map[string]string
+	testproc.Eventually(t, within, "a series for "+query, func(ctx context.Context) (bool, error) {
+		metric, v, err := instantQuery(ctx, promURL, query)
+		if err != nil {
+			return false, err
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("query %s: no series within %v (last: %s)", query, within, last)
-		case <-tick.C:
+		if v < 20 || v > 100 {
+			t.Fatalf("%s = %v °C, not a plausible GPU temperature", query, v)
 		}
+		labels = metric
+		return true, nil
+	})
+	return labels
+}
+
+// instantQuery runs query and returns its one sample.
+func instantQuery(ctx context.Context, promURL, query string) (map[string]string, float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, promURL+"/api/v1/query?query="+url.QueryEscape(query), nil)
+	if err != nil {
+		return nil, 0, err
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, 0, fmt.Errorf("decoding the answer: %w", err)
+	}
+	if len(body.Data.Result) != 1 {
+		return nil, 0, fmt.Errorf("status %s, %d results", body.Status, len(body.Data.Result))
+	}
+	var v float64
+	fmt.Sscan(fmt.Sprint(body.Data.Result[0].Value[1]), &v)
+	return body.Data.Result[0].Metric, v, nil
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package e2e
 
 import (
@@ -10,14 +12,14 @@ import (
 	"time"
 
 	"github.com/gpuheal/gpuheal/internal/soak"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // TestSoakShort is the short soak of `make test`: a few minutes of fleet
 // life with faults and chaos on 30 nodes; every invariant must hold. The
 // long run is `make soak` (docs/reliability.md).
 func TestSoakShort(t *testing.T) {
-	binDir := requireControlPlane(t)
-	requireWorkloadControllers(t, binDir)
+	binDir := testcluster.RequireBinaries(t, true, true)
 	buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
 	ctrl := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
 	workDir := t.TempDir()

@@ -1,3 +1,5 @@
+//go:build integration
+
 package install
 
 import (
@@ -22,6 +24,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // cluster is a running one-node cluster.
@@ -41,7 +44,7 @@ type cluster struct {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		if testenv.InCI() {
+		if testproc.InCI() {
 			t.Fatal("the install test needs root (a real kubelet); CI runs as root")
 		}
 		t.Skip("skipping: the install test needs root (a real kubelet)")
@@ -174,28 +177,3 @@ func tail(b []byte, n int) string {
 }
 
 func lastLine(s string) string { return tail([]byte(s), 1) }
-
-// poll calls cond every 250 ms until it holds, or fails the test with
-// what and the last error after timeout.
-func poll(t *testing.T, what string, timeout time.Duration, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		ok, err := cond(ctx)
-		if ok {
-			return
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("gave up after %v waiting for %s (last error: %v)", timeout, what, last)
-		case <-tick.C:
-		}
-	}
-}

@@ -10,4 +10,7 @@
 //
 // It needs root (the kubelet), so under CI it runs as root; elsewhere it
 // skips unless run as root.
+//
+// Its tests are built only with -tags integration; `make test` runs them
+// on their own, after everything else.
 package install

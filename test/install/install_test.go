@@ -1,3 +1,5 @@
+//go:build integration
+
 package install
 
 import (
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 const (
@@ -26,9 +29,9 @@ const (
 	// The chart's names for the release above.
 	agentName      = "gpuheal-agent"
 	controllerName = "gpuheal-controller"
-	gpuCondition   = "AcceleratedHardwareReady"
-	unhealthyTaint = "gpuheal.io/unhealthy"
-	healthyGPUs    = "gpuheal.io/gpu-healthy-count"
+	gpuCondition   = v1alpha1.ConditionAcceleratedHardwareReady
+	unhealthyTaint = v1alpha1.TaintUnhealthy
+	healthyGPUs    = v1alpha1.LabelGPUHealthyCount
 )
 
 // TestInstallOnRealKubelet is the whole life of an install on a real node:
@@ -74,7 +77,7 @@ func TestInstallOnRealKubelet(t *testing.T) {
 func (c *cluster) waitHealthy(t *testing.T, gpus string, timeout time.Duration) *corev1.Node {
 	t.Helper()
 	var node *corev1.Node
-	poll(t, fmt.Sprintf("node %s with %s True and %s=%s", c.node, gpuCondition, healthyGPUs, gpus), timeout,
+	testproc.Eventually(t, timeout, fmt.Sprintf("node %s with %s True and %s=%s", c.node, gpuCondition, healthyGPUs, gpus),
 		func(ctx context.Context) (bool, error) {
 			n, err := c.cs.CoreV1().Nodes().Get(ctx, c.node, metav1.GetOptions{})
 			if err != nil {
@@ -84,6 +87,7 @@ func (c *cluster) waitHealthy(t *testing.T, gpus string, timeout time.Duration) 
 			cond := findCondition(n, gpuCondition)
 			return cond != nil && cond.Status == corev1.ConditionTrue && n.Labels[healthyGPUs] == gpus, nil
 		})
+
 	return node
 }
 
@@ -91,7 +95,7 @@ func (c *cluster) waitHealthy(t *testing.T, gpus string, timeout time.Duration) 
 // to be fully available: probes passing on the real kubelet.
 func (c *cluster) waitRollout(t *testing.T) {
 	t.Helper()
-	poll(t, "the agent DaemonSet and the controller Deployment ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
+	testproc.Eventually(t, 3*time.Minute, "the agent DaemonSet and the controller Deployment ready", func(ctx context.Context) (bool, error) {
 		ds, err := c.cs.AppsV1().DaemonSets(namespace).Get(ctx, agentName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -103,12 +107,13 @@ func (c *cluster) waitRollout(t *testing.T) {
 		return ds.Status.NumberReady == 1 && ds.Status.UpdatedNumberScheduled == 1 &&
 			d.Status.ReadyReplicas == 1 && d.Status.UpdatedReplicas == 1, nil
 	})
+
 }
 
 // waitAgentArgs waits until the one agent pod that is Ready runs with arg.
 func (c *cluster) waitAgentArgs(t *testing.T, arg string) {
 	t.Helper()
-	poll(t, "an agent pod Ready with "+arg, 3*time.Minute, func(ctx context.Context) (bool, error) {
+	testproc.Eventually(t, 3*time.Minute, "an agent pod Ready with "+arg, func(ctx context.Context) (bool, error) {
 		pods, err := c.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + agentName})
 		if err != nil {
 			return false, err
@@ -120,6 +125,7 @@ func (c *cluster) waitAgentArgs(t *testing.T, arg string) {
 		}
 		return false, nil
 	})
+
 }
 
 // checkFaultRepair runs a two-replica workload under a PodDisruptionBudget
@@ -157,7 +163,7 @@ func (c *cluster) checkFaultRepair(t *testing.T, kernelLog string) {
 		t.Fatal(err)
 	}
 	var before []string
-	poll(t, "two trainer pods Running and the budget allowing one disruption", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	testproc.Eventually(t, 2*time.Minute, "two trainer pods Running and the budget allowing one disruption", func(ctx context.Context) (bool, error) {
 		names, err := c.runningPods(ctx, "default", "app=trainer")
 		before = names
 		if err != nil || len(names) != 2 {
@@ -181,13 +187,14 @@ func (c *cluster) checkFaultRepair(t *testing.T, kernelLog string) {
 		t.Fatal(err)
 	}
 
-	poll(t, "the node cordoned and tainted "+unhealthyTaint, 2*time.Minute, func(ctx context.Context) (bool, error) {
+	testproc.Eventually(t, 2*time.Minute, "the node cordoned and tainted "+unhealthyTaint, func(ctx context.Context) (bool, error) {
 		n, err := c.cs.CoreV1().Nodes().Get(ctx, c.node, metav1.GetOptions{})
 		return err == nil && n.Spec.Unschedulable && hasTaint(n, unhealthyTaint), err
 	})
+
 	t.Logf("fault to cordon: %v", time.Since(faultAt).Round(time.Millisecond))
 	var evicted, kept string
-	poll(t, "one trainer pod evicted and the other kept by the budget", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	testproc.Eventually(t, 2*time.Minute, "one trainer pod evicted and the other kept by the budget", func(ctx context.Context) (bool, error) {
 		running, err := c.runningPods(ctx, "default", "app=trainer")
 		if err != nil {
 			return false, err
@@ -206,9 +213,10 @@ func (c *cluster) checkFaultRepair(t *testing.T, kernelLog string) {
 		kept = stayed[0]
 		return true, nil
 	})
+
 	// The controller's record: the pod went through the Eviction API, and
 	// the API server refused the other one (the budget below says why).
-	poll(t, "the incident recording the eviction of "+evicted+" and the refusal of "+kept, time.Minute,
+	testproc.Eventually(t, time.Minute, "the incident recording the eviction of "+evicted+" and the refusal of "+kept,
 		func(ctx context.Context) (bool, error) {
 			nr, err := c.incident(ctx)
 			if err != nil || nr == nil {
@@ -219,6 +227,7 @@ func (c *cluster) checkFaultRepair(t *testing.T, kernelLog string) {
 				blocked != nil && blocked.Status == metav1.ConditionTrue && blocked.Reason == "EvictionRefused" &&
 				strings.Contains(blocked.Message, "default/"+kept), nil
 		})
+
 	// The budget is what keeps the second pod: its disruptions allowed
 	// fell to 0 and stays there while the replacement is Pending.
 	p, err := c.cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "trainer", metav1.GetOptions{})

@@ -1,3 +1,5 @@
+//go:build integration
+
 package install
 
 import (
@@ -16,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 const nodeNameClaim = "authentication.kubernetes.io/node-name"
@@ -69,7 +73,7 @@ func (c *cluster) checkOwnNodeOnly(t *testing.T) {
 func (c *cluster) agentToken(t *testing.T) string {
 	t.Helper()
 	var path string
-	poll(t, "the agent pod's projected token on the host", time.Minute, func(ctx context.Context) (bool, error) {
+	testproc.Eventually(t, time.Minute, "the agent pod's projected token on the host", func(ctx context.Context) (bool, error) {
 		pods, err := c.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + agentName})
 		if err != nil || len(pods.Items) == 0 {
 			return false, err
@@ -82,6 +86,7 @@ func (c *cluster) agentToken(t *testing.T) string {
 		path = matches[0]
 		return true, nil
 	})
+
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

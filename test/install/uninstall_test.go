@@ -1,3 +1,5 @@
+//go:build integration
+
 package install
 
 import (
@@ -8,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // checkUninstall runs `helm uninstall` while the node is still cordoned by
@@ -27,7 +30,7 @@ func (c *cluster) checkUninstall(t *testing.T) {
 		t.Errorf("after uninstall node %s: unschedulable %v, taints %v", c.node, n.Spec.Unschedulable, n.Spec.Taints)
 	}
 	for k := range n.Annotations {
-		if k == "gpuheal.io/cordoned-by" || k == "gpuheal.io/was-unschedulable" {
+		if k == v1alpha1.AnnotationCordonedBy || k == v1alpha1.AnnotationWasUnschedulable {
 			t.Errorf("after uninstall node %s keeps annotation %s", c.node, k)
 		}
 	}
@@ -40,10 +43,11 @@ func (c *cluster) checkUninstall(t *testing.T) {
 			t.Errorf("after uninstall NodeRemediation %s: phase %s, finalizers %v", nr.Name, nr.Status.Phase, nr.Finalizers)
 		}
 	}
-	poll(t, "no pod left in namespace "+namespace, 2*time.Minute, func(ctx context.Context) (bool, error) {
+	testproc.Eventually(t, 2*time.Minute, "no pod left in namespace "+namespace, func(ctx context.Context) (bool, error) {
 		pods, err := c.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 		return err == nil && len(pods.Items) == 0, err
 	})
+
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}
 	roles, err := c.cs.RbacV1().ClusterRoles().List(ctx, sel)
 	if err != nil {
@@ -61,8 +65,9 @@ func (c *cluster) checkUninstall(t *testing.T) {
 		t.Errorf("after uninstall %d ClusterRoles, %d ClusterRoleBindings and %d ValidatingAdmissionPolicies of the release remain",
 			len(roles.Items), len(bindings.Items), len(policies.Items))
 	}
-	poll(t, "both trainer replicas Running on the released node", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	testproc.Eventually(t, 2*time.Minute, "both trainer replicas Running on the released node", func(ctx context.Context) (bool, error) {
 		names, err := c.runningPods(ctx, "default", "app=trainer")
 		return err == nil && len(names) == 2, err
 	})
+
 }

@@ -1,8 +1,5 @@
-// Package nvml runs the real gpuheal-agent binary, built as `make build`
-// builds it, on a stand-in libnvidia-ml.so.1 written in C (stub/). It
-// covers what go-nvml's Go mocks cannot: symbol resolution through dlopen
-// and the lazy PLT, the internal linker, the cgo calls and their struct
-// layouts, and how the agent finds the library.
+//go:build integration
+
 package nvml
 
 import (

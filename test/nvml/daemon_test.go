@@ -1,9 +1,12 @@
+//go:build integration
+
 package nvml
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // daemon is a running gpuheal-agent serving metrics.
@@ -76,27 +81,35 @@ func startDaemon(t *testing.T, lib, mode string, how discovery) *daemon {
 // labels as the exporter writes them: sorted), failing at the deadline.
 func (d *daemon) waitSeries(t *testing.T, series string, deadline time.Duration) string {
 	t.Helper()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	timeout := time.After(deadline)
-	var last string
-	for {
-		if resp, err := http.Get(d.metricsURL); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			_ = resp.Body.Close()
-			last = string(b)
-			for _, line := range strings.Split(last, "\n") {
-				if strings.HasPrefix(line, series) {
-					return line
-				}
+	var found string
+	testproc.Eventually(t, deadline, "series "+series, func(ctx context.Context) (bool, error) {
+		text, err := scrapeText(ctx, d.metricsURL)
+		if err != nil {
+			return false, err
+		}
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, series) {
+				found = line
+				return true, nil
 			}
 		}
-		select {
-		case <-tick.C:
-		case <-timeout:
-			t.Fatalf("no series %s within %v\nlast scrape (gpuheal_ lines):\n%s\nstderr:\n%s", series, deadline, gpuhealLines(last), d.stderr)
-		}
+		return false, fmt.Errorf("not in the last scrape; its gpuheal_ lines:\n%s\nstderr:\n%s", gpuhealLines(text), d.stderr)
+	})
+	return found
+}
+
+func scrapeText(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }
 
 func gpuhealLines(text string) string {

@@ -1,13 +1,12 @@
+//go:build integration
+
 package dynamo
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/gpuheal/gpuheal/internal/procs"
 	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
@@ -57,45 +57,25 @@ func forTest(t testing.TB) *dynamodb.Client {
 	t.Helper()
 	bin, err := dynaliteBin()
 	if err != nil {
-		if os.Getenv("CI") == "true" {
+		if testproc.InCI() {
 			t.Fatalf("%v: %s", err, installHint)
 		}
 		t.Skipf("skipping: %v: %s", err, installHint)
 	}
 	port := testproc.FreePort(t)
-	var logs strings.Builder
-	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", fmt.Sprint(port),
-		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	// Dies with the test binary even when t.Cleanup cannot run.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting dynalite: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("dynalite output:\n%s", logs.String())
-		}
-	})
+	// Killed at cleanup, and with the test binary when cleanup cannot run.
+	testproc.StartCommand(t, procs.Command{Name: "dynalite", Path: bin, Args: []string{"--host", "127.0.0.1",
+		"--port", fmt.Sprint(port), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}})
 	client := dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(fmt.Sprintf("http://127.0.0.1:%d", port)),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDGPUHEALTEST", "secret", ""),
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	testproc.Eventually(t, 20*time.Second, fmt.Sprintf("dynalite answering on port %d", port), func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
 		_, err := client.ListTables(ctx, &dynamodb.ListTablesInput{})
-		cancel()
-		if err == nil {
-			return client
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dynalite did not answer on port %d within 20s: %v\n%s", port, err, logs.String())
-		}
-		poll := time.NewTimer(25 * time.Millisecond)
-		<-poll.C
-	}
+		return err == nil, err
+	})
+	return client
 }

@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // A full disk: SQLite's max_page_count makes the file unable to grow, and
@@ -47,13 +48,8 @@ func TestFullDiskIsBufferedThenFlushed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !clk.HasWaiters() { // the first attempt failed; Buffered waits to retry
-		if time.Now().After(deadline) {
-			t.Fatal("Buffered did not try the store")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	// The first attempt failed; Buffered waits to retry.
+	testproc.EventuallyTrue(t, 10*time.Second, "Buffered to try the store", clk.HasWaiters)
 	if b.Pending() != 20 {
 		t.Fatalf("pending %d, want 20", b.Pending())
 	}

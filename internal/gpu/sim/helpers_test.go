@@ -60,16 +60,3 @@ func logLines(recs []Record) []logLine {
 
 func lw(msg string) logLine { return logLine{LevelWarning, msg} }
 func li(msg string) logLine { return logLine{LevelInfo, msg} }
-
-// eventually polls cond until it holds or a deadline passes; it is how
-// tests wait for Run's goroutine without sleeping for a fixed time.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

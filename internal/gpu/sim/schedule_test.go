@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 const demoSchedule = `
@@ -187,18 +189,19 @@ func TestRun(t *testing.T) {
 	if err := n.SetSchedule(loadDemo(t)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Run to wait for the first entry", clk.HasWaiters)
+	testproc.EventuallyTrue(t, 10*time.Second, "Run to wait for the first entry", clk.HasWaiters)
 	clk.Step(10 * time.Second)
-	eventually(t, "driver change logged", func() bool { return len(n.KernelLog(0)) == 1 })
-	eventually(t, "Run to wait for the next entry", clk.HasWaiters)
+	testproc.EventuallyTrue(t, 10*time.Second, "driver change logged", func() bool { return len(n.KernelLog(0)) == 1 })
+	testproc.EventuallyTrue(t, 10*time.Second, "Run to wait for the next entry", clk.HasWaiters)
 	clk.Step(20 * time.Second)
-	eventually(t, "AER reports logged", func() bool { return len(n.KernelLog(0)) == 1+4*maxAERReports })
-	eventually(t, "Run to wait for the last entry", clk.HasWaiters)
+	testproc.EventuallyTrue(t, 10*time.Second, "AER reports logged", func() bool { return len(n.KernelLog(0)) == 1+4*maxAERReports })
+	testproc.EventuallyTrue(t, 10*time.Second, "Run to wait for the last entry", clk.HasWaiters)
 	clk.Step(time.Minute)
-	eventually(t, "Xid 79 logged", func() bool {
+	testproc.EventuallyTrue(t, 10*time.Second, "Xid 79 logged", func() bool {
 		recs := n.KernelLog(0)
 		return len(recs) > 0 && strings.Contains(recs[len(recs)-1].Message, "): 79, ")
 	})
+
 	// Close, not the context, ends this Run: both must stop it.
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
