@@ -9,12 +9,13 @@ import (
 
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // The agent's light core/v1 REST client against the real API server: the
 // expected GPU count comes from the node's label.
 func TestReadExpectedGPUsFromAPIServer(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{})
+	env := testcluster.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := testenv.CreateGPUNodes(ctx, env.Client, "agent", 1); err != nil {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // The unit tests run these commands on a fake client; here they run on a
@@ -16,7 +17,7 @@ import (
 // selectors, label selectors and status subresources as a cluster has them.
 
 func TestStatusAndDescribeOnAPIServer(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{Scheme: testScheme(t)})
+	env := testcluster.Start(t, testenv.Options{Scheme: testScheme(t)})
 	ctx := t.Context()
 	nodes, rems := fleetObjects(time.Now())
 	for _, n := range nodes {
@@ -46,7 +47,7 @@ func TestStatusAndDescribeOnAPIServer(t *testing.T) {
 }
 
 func TestScoreOnAPIServer(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{})
+	env := testcluster.Start(t, testenv.Options{})
 	for _, n := range scoreNodes() {
 		if err := env.Client.Create(t.Context(), n); err != nil {
 			t.Fatal(err)

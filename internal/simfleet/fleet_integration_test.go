@@ -19,6 +19,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
@@ -27,7 +28,7 @@ import (
 // provider's booting label) stops the agent and the next one starts on
 // healthy hardware, and a deleted node loses its agent.
 func TestSimFleetFollowsNodes(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{})
+	env := testcluster.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	names, err := testenv.CreateGPUNodes(ctx, env.Client, "fleet", 3)

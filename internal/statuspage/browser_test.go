@@ -17,6 +17,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // proxyPath is where the API server's service proxy puts the page; the
@@ -29,7 +31,7 @@ const proxyPath = "/api/v1/namespaces/gpuheal/services/http:gpuheal-controller:m
 // also writes docs/status-page.png.
 func TestBrowser(t *testing.T) {
 	chromium := findChromium(t)
-	env := testenv.ForTest(t, testenv.Options{Scheme: testScheme(t)})
+	env := testcluster.Start(t, testenv.Options{Scheme: testScheme(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	names := buildScene(ctx, t, env.Client, time.Now())
@@ -80,7 +82,7 @@ func findChromium(t *testing.T) string {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
-		if testenv.InCI() {
+		if testproc.InCI() {
 			t.Fatalf("chromium not found (%v): install the Debian package chromium", err)
 		}
 		t.Skipf("skipping: chromium not found (%v); install the Debian package chromium", err)

@@ -28,6 +28,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // TestAgentMayWriteOnlyItsOwnNode applies the shipped RBAC and
@@ -35,7 +36,7 @@ import (
 // ServiceAccount a token bound to a pod on node A, and patches conditions
 // the way the agent does: node A is allowed, node B is denied.
 func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{})
+	env := testcluster.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs := kubernetes.NewForConfigOrDie(env.Config)

@@ -14,13 +14,14 @@ import (
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // The same against the real API server: the merge patches, the Event and
 // its count-up, and the removal of the annotation.
 func TestRiskPublisherOnRealAPIServer(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{})
+	env := testcluster.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	nodes, err := testenv.CreateGPUNodes(ctx, env.Client, "risk", 1)
