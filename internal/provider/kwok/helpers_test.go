@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -99,4 +100,4 @@ func cond(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
 	return corev1.NodeCondition{}
 }
 
-func booting(n *corev1.Node) bool { return n.Labels[LabelBooting] == "true" }
+func booting(n *corev1.Node) bool { return n.Labels[v1alpha1.LabelKwokBooting] == "true" }
