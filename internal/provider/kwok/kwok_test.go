@@ -1,3 +1,5 @@
+//go:build integration
+
 package kwok
 
 import (
@@ -15,6 +17,7 @@ import (
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // One control plane with kwok for the package; subtests run in order, each
@@ -273,16 +276,7 @@ func testBooterWaits(t *testing.T, c client.Client) {
 // the fake clock again.
 func waitBooterIdle(t *testing.T, fc *clocktesting.FakeClock) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !fc.HasWaiters() {
-		select {
-		case <-deadline:
-			t.Fatal("Booter never waited on the clock")
-		case <-tick.C:
-		}
-	}
+	testproc.EventuallyTrue(t, 10*time.Second, "the Booter waiting on the clock", fc.HasWaiters)
 }
 
 func testMissing(t *testing.T, c client.Client, opts Options) {
