@@ -44,6 +44,9 @@ type clockEnv struct {
 	opts   ControllerOptions
 	nodes  *nodeReconciler
 	rems   *remediationReconciler
+	// crashes is how many reconcile errors settle takes for a crash: the
+	// controller process dies and a new one (restart) carries on.
+	crashes int
 }
 
 // t0 is when every clockEnv starts.
@@ -236,7 +239,11 @@ func (e *clockEnv) settle() {
 				continue
 			}
 			if _, err := e.rems.Reconcile(e.ctx, ctrl.Request{NamespacedName: clientKey(nr.Name)}); err != nil {
-				e.t.Fatalf("reconciling %s: %v", nr.Name, err)
+				if e.crashes == 0 {
+					e.t.Fatalf("reconciling %s: %v", nr.Name, err)
+				}
+				e.crashes--
+				e.restart()
 			}
 		}
 		if e.fingerprint() == before {
