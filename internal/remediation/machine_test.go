@@ -177,3 +177,23 @@ func TestReplaceThatNeverHappensFailsAfterTheReplaceTimeout(t *testing.T) {
 }
 
 func reqFor(name string) ctrlRequest { return ctrlRequest{NamespacedName: clientKey(name)} }
+
+// TestBadAdviceIsSaidOnceAndIgnored: an annotation that is not a JSON
+// object of known actions leaves the decision to the built-in mapping
+// (reboot), with one Event on the node; it never stops the repair.
+func TestBadAdviceIsSaidOnceAndIgnored(t *testing.T) {
+	e := newClockEnv(t)
+	e.policy("p")
+	node := e.addNodes("gpu", 1)[0]
+	e.breakGPU(node, "replace")
+	e.editNode(node, func(n *corev1.Node) { n.Annotations[v1alpha1.AnnotationRecommendedActions] = "recommended action: replace" })
+	e.step(2 * time.Minute)
+	e.step(time.Minute)
+	nr := e.only(node)
+	if nr.Spec.Trigger.RecommendedAction != "" || nr.Status.Action != v1alpha1.ActionReboot || !nr.Status.Phase.Active() {
+		t.Errorf("advice %q action %s phase %s; want none, the built-in Reboot, under way", nr.Spec.Trigger.RecommendedAction, nr.Status.Action, nr.Status.Phase)
+	}
+	if evs := e.events.find(node, v1alpha1.EventReasonBadRecommendation); len(evs) != 1 {
+		t.Errorf("%s events %+v, want one", v1alpha1.EventReasonBadRecommendation, evs)
+	}
+}
