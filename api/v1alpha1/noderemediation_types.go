@@ -33,18 +33,6 @@ func (p Phase) Terminal() bool {
 // slots: it has started (left Pending) and is not over.
 func (p Phase) Active() bool { return p != "" && p != PhasePending && !p.Terminal() }
 
-// Condition types of a NodeRemediation.
-const (
-	// ConditionAdmitted: False while the breaker, maxParallel, pause or a
-	// policy conflict holds the incident in Pending; the reason says which.
-	ConditionAdmitted = "Admitted"
-	// ConditionDryRun: True when the policy is in dry run; the message is
-	// what would have been done.
-	ConditionDryRun = "DryRun"
-	// ConditionDrainBlocked: True while an eviction is refused (PDB).
-	ConditionDrainBlocked = "DrainBlocked"
-)
-
 // Trigger is the node condition that opened the incident.
 type Trigger struct {
 	Type   string                 `json:"type"`

@@ -16,9 +16,6 @@ const (
 	// LabelHealthTier (controller) is the node's health-score tier
 	// (score.Tier: gold, silver, bronze) for node affinity.
 	LabelHealthTier = "gpuheal.io/health-tier"
-	// LabelPolicy (operator) picks a RemediationPolicy by name for nodes
-	// that more than one policy's selector matches.
-	LabelPolicy = "gpuheal.io/policy"
 	// LabelPartOf marks gpuheal's own pods; drains and releases leave them.
 	LabelPartOf      = "app.kubernetes.io/part-of"
 	LabelPartOfValue = "gpuheal"
@@ -27,6 +24,10 @@ const (
 	// on it.
 	LabelNvidiaGPUPresent = "nvidia.com/gpu.present"
 )
+
+// LabelPolicy (controller) on a NodeRemediation names its RemediationPolicy,
+// so that a policy's incidents are listed by label.
+const LabelPolicy = "gpuheal.io/policy"
 
 // Annotations on Nodes.
 const (
@@ -78,14 +79,27 @@ const (
 	// LabelKwokBooting is set while a simulated machine reboots or boots;
 	// its agent is down meanwhile, as on a real machine.
 	LabelKwokBooting = "gpuheal.io/kwok-booting"
-	// LabelKwokReplaces names the node a simulated replacement stands in for.
+	// LabelKwokReplaces names the node a simulated replacement stands in
+	// for: the old node's name, or a hash of it when the name does not fit
+	// in a label value, so that a replacement is found without listing
+	// every node.
 	LabelKwokReplaces = "gpuheal.io/kwok-replaces"
 	// AnnotationReplaces names the node a replacement replaces.
-	AnnotationReplaces             = "gpuheal.io/replaces"
-	AnnotationKwokReadyAt          = "gpuheal.io/kwok-ready-at"
-	AnnotationKwokRebootToken      = "gpuheal.io/kwok-reboot-token"
-	AnnotationKwokReplaceToken     = "gpuheal.io/kwok-replace-token"
-	AnnotationKwokFaultPersists    = "gpuheal.io/kwok-fault-persists"
+	AnnotationReplaces = "gpuheal.io/replaces"
+	// AnnotationKwokReadyAt is when a boot finishes (RFC 3339, nanoseconds).
+	AnnotationKwokReadyAt = "gpuheal.io/kwok-ready-at"
+	// AnnotationKwokRebootToken is the token of the last reboot; it stays
+	// after the boot so that a repeat for the same incident does nothing.
+	AnnotationKwokRebootToken = "gpuheal.io/kwok-reboot-token"
+	// AnnotationKwokReplaceToken is the token of the replace that created
+	// a node.
+	AnnotationKwokReplaceToken = "gpuheal.io/kwok-replace-token"
+	// AnnotationKwokFaultPersists="true" (tests, the demo) makes a boot
+	// leave the GPU condition False, as if the hardware were still broken,
+	// so that a reboot that does not help escalates.
+	AnnotationKwokFaultPersists = "gpuheal.io/kwok-fault-persists"
+	// AnnotationKwokScaleInProtected="true" marks a node that a simulated
+	// scale-in keeps, as Auto Scaling's instance scale-in protection does.
 	AnnotationKwokScaleInProtected = "gpuheal.io/kwok-scale-in-protected"
 )
 
@@ -131,3 +145,98 @@ const (
 // ConditionBreakerOpen (controller) is the RemediationPolicy status
 // condition that says the maxUnhealthy circuit breaker stopped new repairs.
 const ConditionBreakerOpen = "BreakerOpen"
+// Kwok's own annotation: kwok simulates the nodes that carry it with this
+// value (testenv and the demo start kwok with this selector). The kwok
+// provider takes it away for a reboot and hands it back when the boot ends.
+const (
+	AnnotationKwokManaged = "kwok.x-k8s.io/node"
+	KwokManagedValue      = "fake"
+)
+
+// Reasons of the node conditions the kwok provider (simulation) writes: a
+// simulated reboot or boot holds Ready False, a finished boot reports the
+// agent's conditions healthy, or the GPU's still failing.
+const (
+	ReasonKwokRebooting     = "Rebooting"
+	ReasonKwokBooting       = "Booting"
+	ReasonKwokSimulatedBoot = "SimulatedBoot"
+	ReasonKwokFaultPersists = "SimulatedFaultPersists"
+)
+
+// Condition types of a NodeRemediation (controller).
+const (
+	// ConditionAdmitted: False while the breaker, maxParallel, pause or a
+	// policy conflict holds the incident in Pending; the reason says which.
+	ConditionAdmitted = "Admitted"
+	// ConditionDryRun: True when the policy is in dry run; the message is
+	// what would have been done.
+	ConditionDryRun = "DryRun"
+	// ConditionDrainBlocked: True while an eviction is refused (PDB).
+	ConditionDrainBlocked = "DrainBlocked"
+)
+
+// ConditionBreakerOpen (controller) on a RemediationPolicy is True while
+// more of its nodes are unhealthy than maxUnhealthy allows.
+const ConditionBreakerOpen = "BreakerOpen"
+
+// Reasons the controller writes: a NodeRemediation's status.reason (why it
+// entered its phase), which is also the reason of the Event on the incident
+// for that step; the reasons of NodeRemediation and RemediationPolicy
+// conditions; and the reasons of the controller's other Events. The Node's
+// own Event for a step is EventReasonRemediationPrefix + the phase, e.g.
+// RemediationCordoned.
+const (
+	// Phase reasons: how an incident moved on.
+	ReasonDecided           = "Decided"
+	ReasonCordoned          = "Cordoned"
+	ReasonDraining          = "Draining"
+	ReasonDrained           = "Drained"
+	ReasonDrainTimeout      = "DrainTimeout"
+	ReasonRebooting         = "Rebooting"
+	ReasonReplacing         = "Replacing"
+	ReasonRebootUnsupported = "RebootUnsupported"
+	ReasonRebootDidNotHeal  = "RebootDidNotHeal"
+	ReasonVerifying         = "Verifying"
+	ReasonNodeGone          = "NodeGone"
+	// Phase reasons: how an incident ended.
+	ReasonRecovered      = "Recovered"
+	ReasonReplaced       = "Replaced"
+	ReasonCordonOnly     = "CordonOnly"
+	ReasonNodeDeleted    = "NodeDeleted"
+	ReasonOptedOut       = "OptedOut"
+	ReasonDuplicate      = "Duplicate"
+	ReasonActionIgnore   = "ActionIgnore"
+	ReasonPolicyDeleted  = "PolicyDeleted"
+	ReasonReleased       = "Released"
+	ReasonNoProvider     = "NoProvider"
+	ReasonUnsupported    = "Unsupported"
+	ReasonProviderError  = "ProviderError"
+	ReasonReplaceTimeout = "ReplaceTimeout"
+
+	// Condition reasons (Admitted, DryRun, DrainBlocked; and BreakerOpen
+	// of a policy). A hold's reason is also its Event's.
+	ReasonAdmitted         = "Admitted"
+	ReasonDryRun           = "DryRun"
+	ReasonDryRunEnded      = "DryRunEnded"
+	ReasonPaused           = "Paused"
+	ReasonBreakerOpen      = "BreakerOpen"
+	ReasonMaxParallel      = "MaxParallel"
+	ReasonEvictionRefused  = "EvictionRefused"
+	ReasonEvicting         = "Evicting"
+	ReasonWithinLimit      = "WithinLimit"
+	ReasonTooManyUnhealthy = "TooManyUnhealthy"
+	// ReasonForceDeleted is the audit reason of a pod deleted, not
+	// evicted, after the drain timeout (onTimeout: ForceDelete).
+	ReasonForceDeleted = "ForceDeleted"
+
+	// Event reasons of no phase.
+	EventReasonIncidentOpened = "IncidentOpened"
+	EventReasonPolicyConflict = "PolicyConflict"
+	EventReasonBreakerOpened  = "BreakerOpened"
+	EventReasonBreakerClosed  = "BreakerClosed"
+	// EventReasonBadRecommendation: the node's AnnotationRecommendedActions
+	// is not a JSON object of known actions; the incident goes on without
+	// the agent's advice.
+	EventReasonBadRecommendation = "BadRecommendedActions"
+	EventReasonRemediationPrefix = "Remediation"
+)

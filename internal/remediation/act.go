@@ -51,17 +51,17 @@ func (r *remediationReconciler) drained(ctx context.Context, in *incident) (ctrl
 	st := &in.nr.Status
 	switch st.Action {
 	case v1alpha1.ActionCordonOnly:
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "CordonOnly",
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonCordonOnly,
 			"node cordoned and drained and left for an operator, as the policy says")
 	case v1alpha1.ActionReplace:
 		st.Attempts++
-		if err := r.setPhase(ctx, in, v1alpha1.PhaseReplacing, "Replacing",
+		if err := r.setPhase(ctx, in, v1alpha1.PhaseReplacing, v1alpha1.ReasonReplacing,
 			"asking provider "+r.providerName(in)+" to replace the node"); err != nil {
 			return ctrl.Result{}, err
 		}
 	default:
 		st.Attempts++
-		if err := r.setPhase(ctx, in, v1alpha1.PhaseRebooting, "Rebooting",
+		if err := r.setPhase(ctx, in, v1alpha1.PhaseRebooting, v1alpha1.ReasonRebooting,
 			"asking provider "+r.providerName(in)+" to reboot the node"); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -85,7 +85,7 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 			continue
 		}
 		if req.Error == "" {
-			return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, "Verifying",
+			return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, v1alpha1.ReasonVerifying,
 				fmt.Sprintf("%s requested (%s); waiting for the node to be Ready and healthy", action, req.RequestID))
 		}
 		errorsThisAttempt++
@@ -98,11 +98,11 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 			// say that it may have been someone else.
 			st.ProviderRequests = append(st.ProviderRequests, v1alpha1.ProviderRequest{Action: action, Attempt: st.Attempts,
 				Provider: r.providerName(in), Time: metav1.NewTime(r.clock.Now()), RequestID: token})
-			return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, "NodeGone",
+			return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, v1alpha1.ReasonNodeGone,
 				"the node is already gone: the replacement requested for attempt "+strconv.Itoa(int(st.Attempts))+
 					" took effect before its answer was recorded, or someone else removed the node")
 		}
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "NodeDeleted", "the node no longer exists")
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonNodeDeleted, "the node no longer exists")
 	}
 	if errorsThisAttempt > 0 {
 		if wait := providerBackoff(r.poll, errorsThisAttempt) - r.clock.Since(lastError); wait > 0 {
@@ -111,7 +111,7 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 	}
 	prov, err := r.providers.For(in.policy.Spec.Provider, in.node)
 	if err != nil {
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "NoProvider", err.Error()+"; the node stays cordoned")
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonNoProvider, err.Error()+"; the node stays cordoned")
 	}
 	var id string
 	if action == v1alpha1.ActionReplace {
@@ -141,27 +141,27 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 		st.Action = v1alpha1.ActionReplace
 		st.Attempts++
 		rec := r.audit.record(in, audit.Escalated, string(audit.Escalated), int(st.Attempts))
-		rec.Action, rec.Reason, rec.Severity = string(v1alpha1.ActionReplace), "RebootUnsupported", audit.SeverityWarning
+		rec.Action, rec.Reason, rec.Severity = string(v1alpha1.ActionReplace), v1alpha1.ReasonRebootUnsupported, audit.SeverityWarning
 		r.audit.write(ctx, rec)
-		if err := r.setPhase(ctx, in, v1alpha1.PhaseReplacing, "RebootUnsupported",
+		if err := r.setPhase(ctx, in, v1alpha1.PhaseReplacing, v1alpha1.ReasonRebootUnsupported,
 			fmt.Sprintf("provider %s cannot reboot a node; replacing it instead", prov.Name())); err != nil {
 			return ctrl.Result{}, err
 		}
 		return r.requestAction(ctx, in)
 	case errors.Is(err, provider.ErrUnsupported):
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "Unsupported",
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonUnsupported,
 			fmt.Sprintf("provider %s cannot %s this node: %v; the node stays cordoned for an operator", prov.Name(), action, err))
 	case err != nil && errorsThisAttempt+1 >= maxProviderErrors:
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "ProviderError",
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonProviderError,
 			fmt.Sprintf("%s failed %d times, last: %v; the node stays cordoned", action, errorsThisAttempt+1, err))
 	case err != nil:
 		if uerr := r.client.Status().Update(ctx, in.nr); uerr != nil {
 			return ctrl.Result{}, uerr
 		}
-		r.recorder.Eventf(in.nr, in.node, corev1.EventTypeWarning, "ProviderError", string(action), "%v", err)
+		r.recorder.Eventf(in.nr, in.node, corev1.EventTypeWarning, v1alpha1.ReasonProviderError, string(action), "%v", err)
 		return ctrl.Result{RequeueAfter: providerBackoff(r.poll, errorsThisAttempt+1)}, nil
 	}
-	return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, "Verifying",
+	return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, v1alpha1.ReasonVerifying,
 		fmt.Sprintf("%s requested from %s (%s); waiting for the node to be Ready and healthy", action, prov.Name(), req.RequestID))
 }
 
@@ -174,14 +174,14 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 	since := r.clock.Since(enteredAt(in.nr, v1alpha1.PhaseVerifying))
 	if st.Action != v1alpha1.ActionReplace {
 		if in.node == nil {
-			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "NodeDeleted", "the node was deleted while rebooting")
+			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonNodeDeleted, "the node was deleted while rebooting")
 		}
 		if healthy, wait := r.healthyFor(in); healthy {
 			if err := r.uncordon(ctx, in); err != nil {
 				return ctrl.Result{}, err
 			}
 			r.recovered(ctx, in, in.nr.Spec.NodeName)
-			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "Recovered", "the node is Ready and healthy after the reboot; uncordoned")
+			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonRecovered, "the node is Ready and healthy after the reboot; uncordoned")
 		} else if wait > 0 {
 			return ctrl.Result{RequeueAfter: min(wait, r.poll)}, nil
 		}
@@ -191,14 +191,14 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 		st.Action = v1alpha1.ActionReplace
 		st.Attempts++
 		rec := r.audit.record(in, audit.Escalated, string(audit.Escalated), int(st.Attempts))
-		rec.Action, rec.Reason, rec.Severity = string(v1alpha1.ActionReplace), "RebootDidNotHeal", audit.SeverityWarning
+		rec.Action, rec.Reason, rec.Severity = string(v1alpha1.ActionReplace), v1alpha1.ReasonRebootDidNotHeal, audit.SeverityWarning
 		r.audit.write(ctx, rec)
-		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseReplacing, "RebootDidNotHeal",
+		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseReplacing, v1alpha1.ReasonRebootDidNotHeal,
 			fmt.Sprintf("the node was not Ready and healthy %s after the reboot; replacing it", e.RebootTimeout.Duration))
 	}
 	if in.node != nil {
 		if since > e.ReplaceTimeout.Duration {
-			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "ReplaceTimeout",
+			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonReplaceTimeout,
 				fmt.Sprintf("the node still exists %s after the replacement was requested", e.ReplaceTimeout.Duration))
 		}
 		return ctrl.Result{RequeueAfter: r.poll}, nil
@@ -218,7 +218,7 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 		}
 	}
 	if replacement == "" { // the cloud's group or provisioner brings a node we cannot name
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "Replaced", "the node was removed; its group or provisioner brings a new one")
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonReplaced, "the node was removed; its group or provisioner brings a new one")
 	}
 	if st.Replacement == "" {
 		st.Replacement = replacement
@@ -233,10 +233,10 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 		}
 	} else if nodeReady(&n) && in.policy.unhealthyNow(&n) == nil {
 		r.recovered(ctx, in, replacement)
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, "Replaced", "replacement node "+replacement+" is Ready and healthy")
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonReplaced, "replacement node "+replacement+" is Ready and healthy")
 	}
 	if since > e.ReplaceTimeout.Duration {
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, "ReplaceTimeout",
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonReplaceTimeout,
 			fmt.Sprintf("replacement node %s not Ready and healthy %s after the request", replacement, e.ReplaceTimeout.Duration))
 	}
 	return ctrl.Result{RequeueAfter: r.poll}, nil

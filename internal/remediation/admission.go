@@ -99,7 +99,7 @@ type slotCounter struct {
 // reservation it kept from a failed attempt must not block itself).
 func (s *slotCounter) active(ctx context.Context, c client.Reader, policy, except string) (int, error) {
 	var list v1alpha1.NodeRemediationList
-	if err := c.List(ctx, &list, client.MatchingLabels{PolicyLabel: policy}); err != nil {
+	if err := c.List(ctx, &list, client.MatchingLabels{v1alpha1.LabelPolicy: policy}); err != nil {
 		return 0, fmt.Errorf("listing remediations of policy %s: %w", policy, err)
 	}
 	s.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"time"
 
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -18,7 +19,8 @@ import (
 // the controller hands it a buffered sink that keeps and retries records,
 // and any error here is logged and counted by the sink, not returned.
 type auditor struct {
-	sink audit.Sink
+	sink  audit.Sink
+	clock clock.PassiveClock // nil: the real one
 	// observe, when set, sees every record written (the score publisher).
 	observe func(audit.Record)
 }
@@ -37,12 +39,19 @@ func (a auditor) write(ctx context.Context, recs ...audit.Record) {
 	}
 }
 
+func (a auditor) now() time.Time {
+	if a.clock == nil {
+		return time.Now()
+	}
+	return a.clock.Now()
+}
+
 // record fills what every record of an incident carries.
 func (a auditor) record(in *incident, kind audit.Kind, step string, n int) audit.Record {
 	nr := in.nr
 	return audit.Record{
 		Key:      audit.Key(nr.Name, step, n),
-		Time:     time.Now(),
+		Time:     a.now(),
 		Incident: nr.Name,
 		Node:     nr.Spec.NodeName,
 		Policy:   nr.Spec.PolicyName,
@@ -77,14 +86,14 @@ func (a auditor) phaseEntered(ctx context.Context, in *incident, phase v1alpha1.
 	rec := a.record(in, kind, string(kind), len(in.nr.Status.Phases))
 	switch {
 	case phase.Terminal():
-		rec.Duration = time.Since(in.nr.Spec.Trigger.Since.Time)
+		rec.Duration = a.now().Sub(in.nr.Spec.Trigger.Since.Time)
 		if phase == v1alpha1.PhaseFailed {
 			rec.Severity = audit.SeverityCritical
 		}
 	case phase == v1alpha1.PhaseDrained:
-		rec.Duration = time.Since(enteredAt(in.nr, v1alpha1.PhaseDraining))
+		rec.Duration = a.now().Sub(enteredAt(in.nr, v1alpha1.PhaseDraining))
 	case !prevSince.IsZero():
-		rec.Duration = time.Since(prevSince)
+		rec.Duration = a.now().Sub(prevSince)
 	}
 	a.write(ctx, rec)
 }

@@ -6,17 +6,14 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/gpuheal/gpuheal/internal/audit"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// wasUnschedulableAnnotation remembers that someone else had cordoned the
-// node before us, so finishing our incident does not undo their cordon.
-const wasUnschedulableAnnotation = "gpuheal.io/was-unschedulable"
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
+)
 
 // cordon marks the node unschedulable, adds our NoSchedule taint and names
 // the incident responsible. It is idempotent, and the patch carries the
@@ -24,19 +21,19 @@ const wasUnschedulableAnnotation = "gpuheal.io/was-unschedulable"
 // overwritten.
 func (r *remediationReconciler) cordon(ctx context.Context, in *incident) error {
 	return r.patchNode(ctx, in, func(n *corev1.Node) bool {
-		if n.Annotations[CordonedByAnnotation] == in.nr.Name && n.Spec.Unschedulable && hasTaint(n) {
+		if n.Annotations[v1alpha1.AnnotationCordonedBy] == in.nr.Name && n.Spec.Unschedulable && hasTaint(n) {
 			return false
 		}
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
 		}
-		if n.Spec.Unschedulable && n.Annotations[CordonedByAnnotation] == "" {
-			n.Annotations[wasUnschedulableAnnotation] = "true"
+		if n.Spec.Unschedulable && n.Annotations[v1alpha1.AnnotationCordonedBy] == "" {
+			n.Annotations[v1alpha1.AnnotationWasUnschedulable] = "true"
 		}
-		n.Annotations[CordonedByAnnotation] = in.nr.Name
+		n.Annotations[v1alpha1.AnnotationCordonedBy] = in.nr.Name
 		n.Spec.Unschedulable = true
 		if !hasTaint(n) {
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: UnhealthyTaint, Effect: corev1.TaintEffectNoSchedule})
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: v1alpha1.TaintUnhealthy, Effect: corev1.TaintEffectNoSchedule})
 		}
 		return true
 	})
@@ -81,12 +78,12 @@ func patchNodeGuarded(ctx context.Context, c client.Client, reader client.Reader
 
 // uncordon undoes our cordon, and only ours.
 func (r *remediationReconciler) uncordon(ctx context.Context, in *incident) error {
-	if in.node == nil || in.node.Annotations[CordonedByAnnotation] != in.nr.Name {
+	if in.node == nil || in.node.Annotations[v1alpha1.AnnotationCordonedBy] != in.nr.Name {
 		return nil
 	}
 	rec := r.audit.record(in, audit.Uncordoned, string(audit.Uncordoned), 0)
 	err := r.patchNode(ctx, in, func(n *corev1.Node) bool {
-		if n.Annotations[CordonedByAnnotation] != in.nr.Name {
+		if n.Annotations[v1alpha1.AnnotationCordonedBy] != in.nr.Name {
 			return false
 		}
 		undoCordon(n)
@@ -101,14 +98,14 @@ func (r *remediationReconciler) uncordon(ctx context.Context, in *incident) erro
 // undoCordon removes our taint and annotations, and our cordon unless
 // someone else had cordoned the node before us.
 func undoCordon(n *corev1.Node) {
-	if n.Annotations[wasUnschedulableAnnotation] != "true" {
+	if n.Annotations[v1alpha1.AnnotationWasUnschedulable] != "true" {
 		n.Spec.Unschedulable = false
 	}
-	delete(n.Annotations, CordonedByAnnotation)
-	delete(n.Annotations, wasUnschedulableAnnotation)
-	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UnhealthyTaint })
+	delete(n.Annotations, v1alpha1.AnnotationCordonedBy)
+	delete(n.Annotations, v1alpha1.AnnotationWasUnschedulable)
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintUnhealthy })
 }
 
 func hasTaint(n *corev1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UnhealthyTaint })
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintUnhealthy })
 }

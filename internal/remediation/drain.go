@@ -59,9 +59,6 @@ func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (dr
 	return plan, nil
 }
 
-// partOfLabel is the label the chart puts on every pod of gpuheal's.
-const partOfLabel = "app.kubernetes.io/part-of"
-
 // isOwnPod: the controller's own pod, or another pod of gpuheal's in its
 // namespace (a standby replica, the uninstall Job that stops the controller).
 // Evicting the first stalls the incident; evicting the Job races the
@@ -70,7 +67,7 @@ func (r *remediationReconciler) isOwnPod(p *corev1.Pod) bool {
 	if r.self.Name == "" || p.Namespace != r.self.Namespace {
 		return false
 	}
-	return p.Name == r.self.Name || p.Labels[partOfLabel] == "gpuheal"
+	return p.Name == r.self.Name || p.Labels[v1alpha1.LabelPartOf] == v1alpha1.LabelPartOfValue
 }
 
 func isDaemonSetPod(p *corev1.Pod) bool {
@@ -96,7 +93,7 @@ func (r *remediationReconciler) cordoned(ctx context.Context, in *incident) (ctr
 	if done, res, err := r.cancelIfMoot(ctx, in); done {
 		return res, err
 	}
-	if err := r.setPhase(ctx, in, v1alpha1.PhaseDraining, "Draining", "evicting pods through the Eviction API"); err != nil {
+	if err := r.setPhase(ctx, in, v1alpha1.PhaseDraining, v1alpha1.ReasonDraining, "evicting pods through the Eviction API"); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.draining(ctx, in)
@@ -117,7 +114,7 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 		if plan.self {
 			msg += "; gpuheal's own pods left in place"
 		}
-		if err := r.setPhase(ctx, in, v1alpha1.PhaseDrained, "Drained", msg); err != nil {
+		if err := r.setPhase(ctx, in, v1alpha1.PhaseDrained, v1alpha1.ReasonDrained, msg); err != nil {
 			return ctrl.Result{}, err
 		}
 		return r.drained(ctx, in)
@@ -125,7 +122,7 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 	d := in.policy.Spec.Drain
 	overdue := r.clock.Since(enteredAt(in.nr, v1alpha1.PhaseDraining)) > d.Timeout.Duration
 	if overdue && d.OnTimeout == v1alpha1.DrainProceed {
-		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseDrained, "DrainTimeout",
+		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseDrained, v1alpha1.ReasonDrainTimeout,
 			fmt.Sprintf("drain timeout %s passed with %d pods left; proceeding as the policy says", d.Timeout.Duration, len(plan.evict)+plan.leaving+len(plan.blocked)))
 	}
 	force := overdue && d.OnTimeout == v1alpha1.DrainForceDelete
@@ -141,14 +138,14 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 			rec := r.audit.record(in, audit.Evicted, "evict/"+key, 0)
 			rec.Pod = key
 			if force {
-				rec.Reason = "ForceDeleted"
+				rec.Reason = v1alpha1.ReasonForceDeleted
 			}
 			r.audit.write(ctx, rec)
 		case apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err): // a PodDisruptionBudget says not now
 			refused = append(refused, key)
 			rec := r.audit.record(in, audit.EvictionBlocked, "blocked/"+key, 0)
-			rec.Pod, rec.Reason, rec.Message = key, "EvictionRefused", err.Error()
+			rec.Pod, rec.Reason, rec.Message = key, v1alpha1.ReasonEvictionRefused, err.Error()
 			r.audit.write(ctx, rec)
 		default:
 			return ctrl.Result{}, fmt.Errorf("evicting pod %s from node %s: %w", key, in.nr.Spec.NodeName, err)
@@ -171,9 +168,9 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 		if overdue {
 			msg += fmt.Sprintf("; drain timeout %s passed, waiting as the policy says", d.Timeout.Duration)
 		}
-		changed = r.setCondition(in, v1alpha1.ConditionDrainBlocked, metav1.ConditionTrue, "EvictionRefused", msg) || changed
+		changed = r.setCondition(in, v1alpha1.ConditionDrainBlocked, metav1.ConditionTrue, v1alpha1.ReasonEvictionRefused, msg) || changed
 	} else {
-		changed = r.setCondition(in, v1alpha1.ConditionDrainBlocked, metav1.ConditionFalse, "Evicting", "evictions accepted") || changed
+		changed = r.setCondition(in, v1alpha1.ConditionDrainBlocked, metav1.ConditionFalse, v1alpha1.ReasonEvicting, "evictions accepted") || changed
 	}
 	if changed {
 		if err := r.client.Status().Update(ctx, in.nr); err != nil {

@@ -1,3 +1,5 @@
+//go:build integration
+
 package remediation
 
 import (
@@ -11,10 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,11 +22,9 @@ import (
 	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
-	"github.com/gpuheal/gpuheal/internal/score"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
-
-const gpuCondition = "AcceleratedHardwareReady"
 
 // harness is a real API server with kwok and a fleet of fake GPU nodes.
 type harness struct {
@@ -42,17 +40,6 @@ func (h *harness) sub(t *testing.T) *harness {
 	c := *h
 	c.t = t
 	return &c
-}
-
-func testScheme(t testing.TB) *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 func newHarness(t *testing.T, prefix string, nodes int) *harness {
@@ -148,29 +135,6 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 	return stop
 }
 
-// fastPolicy reacts within a second or two, for tests.
-func fastPolicy(name, nodePrefix string) *v1alpha1.RemediationPolicy {
-	sec := metav1.Duration{Duration: time.Second}
-	hundred := intstr.FromString("100%")
-	return &v1alpha1.RemediationPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.RemediationPolicySpec{
-			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{testenv.GPUPresentLabel: "true"}},
-			UnhealthyConditions: []v1alpha1.UnhealthyCondition{
-				{Type: gpuCondition, Status: corev1.ConditionFalse, For: sec},
-			},
-			Escalation: v1alpha1.Escalation{
-				RebootsBeforeReplace: 2, Window: &metav1.Duration{Duration: time.Hour},
-				RebootTimeout: &metav1.Duration{Duration: 20 * time.Second}, ReplaceTimeout: &metav1.Duration{Duration: time.Minute},
-			},
-			MaxUnhealthy: &hundred,
-			Drain:        v1alpha1.DrainSpec{Timeout: &metav1.Duration{Duration: 30 * time.Second}},
-			Provider:     provider.Kwok,
-			RecoveryHold: &sec,
-		},
-	}
-}
-
 func (h *harness) create(obj client.Object) {
 	h.t.Helper()
 	if err := h.c.Create(context.Background(), obj); err != nil {
@@ -192,27 +156,26 @@ func (h *harness) setCondition(node, condType string, status corev1.ConditionSta
 	}
 }
 
+// breakGPU is the agent finding a fatal GPU problem: its advice in the
+// recommended-actions annotation, then the condition.
 func (h *harness) breakGPU(node, action string) {
-	h.setCondition(node, gpuCondition, corev1.ConditionFalse, "NvidiaXID79Error",
-		"GPU 3 (GPU-5a3f2e1b-8c4d-4e6f-9a0b-1c2d3e4f5a6b, 0000:3b:00.0) fell off the bus; recommended action: "+action)
+	h.t.Helper()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		v1alpha1.AnnotationRecommendedActions: adviceAnnotation(action)}}})
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if err := h.c.Patch(context.Background(), n, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		h.t.Fatalf("annotating %s: %v", node, err)
+	}
+	h.setCondition(node, gpuCondition, corev1.ConditionFalse, "NvidiaXID79Error", xidMessage)
 }
 
-// waitFor polls cond every 100 ms until it holds or the timeout passes.
+// waitFor waits until cond holds without an error.
 func (h *harness) waitFor(what string, timeout time.Duration, cond func() (bool, error)) {
 	h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for {
+	testproc.Eventually(h.t, timeout, what, func(context.Context) (bool, error) {
 		ok, err := cond()
-		if ok && err == nil {
-			return
-		}
-		lastErr = err
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out after %v waiting for %s (last error: %v)", timeout, what, lastErr)
-		}
-		time.Sleep(100 * time.Millisecond) // polling interval, not a wait for an outcome
-	}
+		return ok && err == nil, err
+	})
 }
 
 func (h *harness) incidents(node string) []v1alpha1.NodeRemediation {
@@ -272,7 +235,7 @@ func (h *harness) replacementsOf(old string) []string {
 	}
 	var out []string
 	for _, n := range list.Items {
-		if n.Annotations[kwok.AnnotationReplaces] == old {
+		if n.Annotations[v1alpha1.AnnotationReplaces] == old {
 			out = append(out, n.Name)
 		}
 	}
@@ -336,14 +299,4 @@ func (h *harness) markPodReady(ns, name string) {
 	if err := h.c.Status().Update(context.Background(), &p); err != nil {
 		h.t.Fatalf("marking pod %s/%s ready: %v", ns, name, err)
 	}
-}
-
-func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
-
-func testScorer(t testing.TB) *score.Scorer {
-	s, err := score.New(score.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

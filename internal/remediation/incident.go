@@ -29,15 +29,19 @@ func incidentName(node string, t v1alpha1.Trigger) string {
 	return strings.TrimRight(name, "-.") + "-" + hex.EncodeToString(h[:4])
 }
 
-func triggerFrom(c *corev1.NodeCondition) v1alpha1.Trigger {
+// triggerFrom is the trigger of an incident opened for condition c of node
+// n, with the agent's advice for it; a bad advice annotation is returned as
+// the error beside a trigger without advice.
+func triggerFrom(n *corev1.Node, c *corev1.NodeCondition) (v1alpha1.Trigger, error) {
+	action, err := recommendedAction(n, string(c.Type))
 	return v1alpha1.Trigger{
 		Type:              string(c.Type),
 		Status:            c.Status,
 		Reason:            c.Reason,
 		Message:           truncate(c.Message, 1024),
 		Since:             c.LastTransitionTime,
-		RecommendedAction: recommendedAction(c.Message),
-	}
+		RecommendedAction: action,
+	}, err
 }
 
 func truncate(s string, n int) string {

@@ -26,7 +26,7 @@ import (
 
 // DefaultNodeSelector selects GPU nodes, as NVIDIA's feature discovery and
 // EKS label them; the controller caches and watches only these.
-const DefaultNodeSelector = "nvidia.com/gpu.present=true"
+const DefaultNodeSelector = v1alpha1.LabelNvidiaGPUPresent + "=true"
 
 // ManagerOptions configures the controller process.
 type ManagerOptions struct {

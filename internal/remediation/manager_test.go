@@ -1,14 +1,16 @@
+//go:build integration
+
 package remediation
 
 import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 func freeAddr(t *testing.T) string {
@@ -82,31 +84,10 @@ func TestLeaderFailover(t *testing.T) {
 	}
 }
 
-// waitHealthy polls the probe endpoint until it answers 200.
+// waitHealthy polls the probe endpoints until both answer 200.
 func waitHealthy(t *testing.T, addr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		for _, path := range []string{"/healthz", "/readyz"} {
-			resp, err := http.Get(fmt.Sprintf("http://%s%s", addr, path))
-			if err != nil {
-				break
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				break
-			}
-			if path == "/readyz" {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s not healthy within 30s", addr)
-		case <-tick.C:
-		}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		testproc.WaitHTTP(t, fmt.Sprintf("http://%s%s", addr, path), 30*time.Second)
 	}
 }

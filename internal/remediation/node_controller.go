@@ -19,9 +19,6 @@ import (
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 )
 
-// PolicyLabel on a NodeRemediation names its policy, for listing.
-const PolicyLabel = "gpuheal.io/policy"
-
 // nodeReconciler opens incidents: when a GPU node matched by exactly one
 // policy has held an unhealthy condition for the policy's duration, it
 // creates the NodeRemediation for that condition transition.
@@ -38,6 +35,12 @@ type nodeReconciler struct {
 	// lags our own create.
 	opened map[string]string
 	audit  auditor
+}
+
+// newNodeReconciler is the incident opener on the clock given (a fake one
+// in tests, which step it instead of waiting out a policy's durations).
+func newNodeReconciler(c client.Client, recorder events.EventRecorder, clk clock.PassiveClock, aud auditor) *nodeReconciler {
+	return &nodeReconciler{client: c, recorder: recorder, clock: clk, conflicts: map[string]string{}, opened: map[string]string{}, audit: aud}
 }
 
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -69,13 +72,13 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if openIncident(items) != nil || r.stillOpening(node.Name, items) {
 		return ctrl.Result{}, nil // the remediation reconciler owns it
 	}
-	t := triggerFrom(cond)
+	t, adviceErr := triggerFrom(&node, cond)
 	name := incidentName(node.Name, t)
 	if slices.ContainsFunc(items, func(nr v1alpha1.NodeRemediation) bool { return nr.Name == name }) {
 		return ctrl.Result{}, nil // this transition was handled and is over
 	}
 	nr := &v1alpha1.NodeRemediation{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{PolicyLabel: p.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelPolicy: p.Name}},
 		Spec:       v1alpha1.NodeRemediationSpec{NodeName: node.Name, PolicyName: p.Name, Trigger: t},
 	}
 	// Detected goes into the audit log before the incident exists: the
@@ -93,7 +96,14 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	r.opened[node.Name] = name
 	r.mu.Unlock()
 	log.FromContext(ctx).Info("incident opened", "remediation", name, "condition", t.Type, "status", t.Status, "reason", t.Reason)
-	r.recorder.Eventf(&node, nr, corev1.EventTypeWarning, "IncidentOpened", "OpenIncident",
+	if adviceErr != nil {
+		// Said once, with the incident it concerns; the incident goes on
+		// under the policy's rules and the built-in mapping.
+		log.FromContext(ctx).Error(adviceErr, "ignoring the agent's recommended action", "remediation", name)
+		r.recorder.Eventf(&node, nr, corev1.EventTypeWarning, v1alpha1.EventReasonBadRecommendation, "OpenIncident",
+			"%v; deciding without the agent's advice", adviceErr)
+	}
+	r.recorder.Eventf(&node, nr, corev1.EventTypeWarning, v1alpha1.EventReasonIncidentOpened, "OpenIncident",
 		"%s=%s (%s) since %s; remediation %s under policy %s", t.Type, t.Status, t.Reason,
 		t.Since.UTC().Format("15:04:05"), name, p.Name)
 	return ctrl.Result{}, nil
@@ -134,7 +144,7 @@ func (r *nodeReconciler) reportConflict(node *corev1.Node, pols []*policy) {
 	}
 	r.mu.Unlock()
 	if key != "" && key != prev {
-		r.recorder.Eventf(node, nil, corev1.EventTypeWarning, "PolicyConflict", "Skip",
+		r.recorder.Eventf(node, nil, corev1.EventTypeWarning, v1alpha1.EventReasonPolicyConflict, "Skip",
 			"node matched by %d RemediationPolicies (%s); it is left alone until exactly one matches", len(names), key)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package remediation
 
 import (
@@ -45,10 +47,10 @@ func TestCordonKeepsTaintsAddedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, _ := h.node(name)
-	if got := keys(n); !slices.Contains(got, "example.com/maintenance") || !slices.Contains(got, UnhealthyTaint) {
+	if got := keys(n); !slices.Contains(got, "example.com/maintenance") || !slices.Contains(got, v1alpha1.TaintUnhealthy) {
 		t.Errorf("taints after the cordon %v, want ours and example.com/maintenance", got)
 	}
-	if !n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "taints-incident" {
+	if !n.Spec.Unschedulable || n.Annotations[v1alpha1.AnnotationCordonedBy] != "taints-incident" {
 		t.Errorf("not cordoned by the incident: unschedulable %v, annotations %v", n.Spec.Unschedulable, n.Annotations)
 	}
 	if testutil.ToFloat64(nodePatchConflicts) <= before {
@@ -61,11 +63,11 @@ func TestCordonKeepsTaintsAddedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	n, _ = h.node(name)
-	if got := keys(n); slices.Contains(got, UnhealthyTaint) ||
+	if got := keys(n); slices.Contains(got, v1alpha1.TaintUnhealthy) ||
 		!slices.Contains(got, "example.com/maintenance") || !slices.Contains(got, "example.com/other") {
 		t.Errorf("taints after the uncordon %v, want the two others and not ours", got)
 	}
-	if n.Spec.Unschedulable || n.Annotations[CordonedByAnnotation] != "" {
+	if n.Spec.Unschedulable || n.Annotations[v1alpha1.AnnotationCordonedBy] != "" {
 		t.Errorf("still cordoned: unschedulable %v, annotations %v", n.Spec.Unschedulable, n.Annotations)
 	}
 	if testutil.ToFloat64(nodePatchConflicts) <= before {

@@ -39,8 +39,8 @@ func (r *remediationReconciler) start(ctx context.Context, in *incident) error {
 	nr.Status.DryRun = p.Spec.DryRun
 	msg := fmt.Sprintf("%s=%s (%s): action %s %s, provider %s", nr.Spec.Trigger.Type, nr.Spec.Trigger.Status,
 		nr.Spec.Trigger.Reason, action, why, r.providerName(in))
-	r.enterPhase(in, v1alpha1.PhasePending, "Decided", msg)
-	r.announce(ctx, in, v1alpha1.PhasePending, "Decided", msg)
+	r.enterPhase(in, v1alpha1.PhasePending, v1alpha1.ReasonDecided, msg)
+	r.announce(ctx, in, v1alpha1.PhasePending, v1alpha1.ReasonDecided, msg)
 	r.audit.write(ctx, r.audit.record(in, audit.Decided, string(audit.Decided), 0))
 	return nil
 }
@@ -81,21 +81,21 @@ func (r *remediationReconciler) pending(ctx context.Context, in *incident) (ctrl
 		return res, err
 	}
 	if nr.Status.Action == v1alpha1.ActionIgnore {
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "ActionIgnore", "the policy maps this problem to Ignore; recorded only")
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonActionIgnore, "the policy maps this problem to Ignore; recorded only")
 	}
 	p := in.policy
 	if p.Spec.DryRun {
 		if meta.IsStatusConditionTrue(nr.Status.Conditions, v1alpha1.ConditionDryRun) {
 			return ctrl.Result{RequeueAfter: 5 * r.poll}, nil // decided and recorded; watch for recovery
 		}
-		return r.hold(ctx, in, v1alpha1.ConditionDryRun, metav1.ConditionTrue, "DryRun", r.dryRunPlan(ctx, in), 5*r.poll)
+		return r.hold(ctx, in, v1alpha1.ConditionDryRun, metav1.ConditionTrue, v1alpha1.ReasonDryRun, r.dryRunPlan(ctx, in), 5*r.poll)
 	}
 	if nr.Status.DryRun { // the policy left dry run: this incident may act now
 		nr.Status.DryRun = false
-		r.setCondition(in, v1alpha1.ConditionDryRun, metav1.ConditionFalse, "DryRunEnded", "the policy is no longer in dry run")
+		r.setCondition(in, v1alpha1.ConditionDryRun, metav1.ConditionFalse, v1alpha1.ReasonDryRunEnded, "the policy is no longer in dry run")
 	}
 	if p.Spec.Paused {
-		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "Paused", "policy "+p.Name+" is paused", 5*r.poll)
+		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, v1alpha1.ReasonPaused, "policy "+p.Name+" is paused", 5*r.poll)
 	}
 	res, admitted, err := r.admit(ctx, in)
 	if err != nil || !admitted {
@@ -123,14 +123,14 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 	if dup, err := r.olderOpenIncident(ctx, in); err != nil {
 		return ctrl.Result{}, false, err
 	} else if dup != "" {
-		return ctrl.Result{}, false, r.finish(ctx, in, v1alpha1.PhaseCancelled, "Duplicate", "incident "+dup+" is already open for this node")
+		return ctrl.Result{}, false, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonDuplicate, "incident "+dup+" is already open for this node")
 	}
 	if err := r.cordon(ctx, in); err != nil {
 		return ctrl.Result{}, false, err
 	}
-	r.setCondition(in, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, "Admitted",
+	r.setCondition(in, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, v1alpha1.ReasonAdmitted,
 		fmt.Sprintf("%d of %d nodes unhealthy; %d in flight", view.unhealthy, view.matched, active))
-	if err := r.setPhase(ctx, in, v1alpha1.PhaseCordoned, "Cordoned", "node cordoned and tainted "+UnhealthyTaint+":NoSchedule"); err != nil {
+	if err := r.setPhase(ctx, in, v1alpha1.PhaseCordoned, v1alpha1.ReasonCordoned, "node cordoned and tainted "+v1alpha1.TaintUnhealthy+":NoSchedule"); err != nil {
 		// An error the API server did not answer (a timeout) may hide a
 		// write that landed: keep the slot counted until the cache shows
 		// the outcome. A refusal from the server means nothing changed.
@@ -151,7 +151,7 @@ func (r *remediationReconciler) reserveSlot(ctx context.Context, in *incident) (
 		return ctrl.Result{}, false, view, 0, err
 	}
 	if view.breakerOpen() {
-		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "BreakerOpen", view.breakerMessage(), 5*r.poll)
+		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, v1alpha1.ReasonBreakerOpen, view.breakerMessage(), 5*r.poll)
 		return res, false, view, 0, err
 	}
 	active, err := r.slots.active(ctx, r.client, p.Name, in.nr.Name)
@@ -159,7 +159,7 @@ func (r *remediationReconciler) reserveSlot(ctx context.Context, in *incident) (
 		return ctrl.Result{}, false, view, 0, err
 	}
 	if limit := p.maxParallel(view.matched); active >= limit {
-		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, "MaxParallel",
+		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, v1alpha1.ReasonMaxParallel,
 			fmt.Sprintf("%d remediations in flight, maxParallel is %d", active, limit), r.poll)
 		return res, false, view, active, err
 	}
@@ -232,12 +232,12 @@ func (r *remediationReconciler) olderOpenIncident(ctx context.Context, in *incid
 func (r *remediationReconciler) cancelIfMoot(ctx context.Context, in *incident) (bool, ctrl.Result, error) {
 	switch {
 	case in.node == nil:
-		return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "NodeDeleted", "the node no longer exists")
+		return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonNodeDeleted, "the node no longer exists")
 	case optedOut(in.node):
 		if err := r.uncordon(ctx, in); err != nil {
 			return true, ctrl.Result{}, err
 		}
-		return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "OptedOut", "node annotated "+OptOutAnnotation+"="+OptOutValue)
+		return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonOptedOut, "node annotated "+v1alpha1.AnnotationRemediation+"="+v1alpha1.RemediationDisabled)
 	}
 	healthySince, healthy := r.healthySince(in)
 	if !healthy {
@@ -249,7 +249,7 @@ func (r *remediationReconciler) cancelIfMoot(ctx context.Context, in *incident) 
 	if err := r.uncordon(ctx, in); err != nil {
 		return true, ctrl.Result{}, err
 	}
-	return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "Recovered",
+	return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonRecovered,
 		fmt.Sprintf("the node recovered on its own and stayed healthy for %s", in.policy.Spec.RecoveryHold.Duration))
 }
 

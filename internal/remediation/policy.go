@@ -12,25 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
-)
-
-// Annotations, labels and taints the controller reads or writes on Nodes.
-const (
-	// OptOutAnnotation=disabled keeps the controller away from a node.
-	OptOutAnnotation = "gpuheal.io/remediation"
-	OptOutValue      = "disabled"
-	// CordonedByAnnotation names the NodeRemediation that cordoned the
-	// node, so only our own cordon is ever undone.
-	CordonedByAnnotation = "gpuheal.io/cordoned-by"
-	// UnhealthyTaint keeps new pods off a node we cordoned; our agent
-	// tolerates it.
-	UnhealthyTaint = "gpuheal.io/unhealthy"
+	"github.com/gpuheal/gpuheal/internal/finding"
 )
 
 // The defaults of RemediationPolicySpec, also written in the CRD schema; a
 // policy read from a cache that predates a default still gets it here.
 var defaultUnhealthyConditions = []v1alpha1.UnhealthyCondition{
-	{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, For: metav1.Duration{Duration: 2 * time.Minute}},
+	{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, For: metav1.Duration{Duration: 2 * time.Minute}},
 	{Type: string(corev1.NodeReady), Status: corev1.ConditionFalse, For: metav1.Duration{Duration: 10 * time.Minute}},
 	{Type: string(corev1.NodeReady), Status: corev1.ConditionUnknown, For: metav1.Duration{Duration: 10 * time.Minute}},
 }
@@ -154,25 +142,6 @@ func findCondition(n *corev1.Node, t string) *corev1.NodeCondition {
 	return nil
 }
 
-// recommendedAction reads the agent's advice from a condition message
-// ("…; recommended action: replace"); other agents don't give one.
-func recommendedAction(message string) string {
-	const marker = "recommended action: "
-	i := strings.LastIndex(message, marker)
-	if i < 0 {
-		return ""
-	}
-	rest := message[i+len(marker):]
-	if j := strings.IndexAny(rest, " ;,\n"); j >= 0 {
-		rest = rest[:j]
-	}
-	switch rest {
-	case "none", "restart-app", "reset-gpu", "reboot", "replace":
-		return rest
-	}
-	return ""
-}
-
 // chooseAction applies the policy's action rules to the trigger, then the
 // built-in mapping.
 func (p *policy) chooseAction(t v1alpha1.Trigger) v1alpha1.Action {
@@ -188,14 +157,16 @@ func (p *policy) chooseAction(t v1alpha1.Trigger) v1alpha1.Action {
 		}
 		return r.Action
 	}
-	switch t.RecommendedAction {
-	case "replace":
+	switch finding.Action(t.RecommendedAction) {
+	case finding.ActionReplace:
 		return v1alpha1.ActionReplace
-	case "restart-app", "none":
+	case finding.ActionRestartApp, finding.ActionNone:
 		return v1alpha1.ActionIgnore
 	}
 	return v1alpha1.ActionReboot
 }
 
-// optedOut reports whether the node carries gpuheal.io/remediation=disabled.
-func optedOut(n *corev1.Node) bool { return n.Annotations[OptOutAnnotation] == OptOutValue }
+// optedOut reports whether the operator opted the node out.
+func optedOut(n *corev1.Node) bool {
+	return n.Annotations[v1alpha1.AnnotationRemediation] == v1alpha1.RemediationDisabled
+}

@@ -73,10 +73,10 @@ func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.Remedia
 	st.ObservedGeneration = obj.Generation
 	st.MatchedNodes, st.UnhealthyNodes, st.InFlight = int32(view.matched), int32(view.unhealthy), int32(active)
 	st.BreakerOpen = view.breakerOpen()
-	cond := metav1.Condition{Type: "BreakerOpen", Status: metav1.ConditionFalse, Reason: "WithinLimit",
+	cond := metav1.Condition{Type: v1alpha1.ConditionBreakerOpen, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWithinLimit,
 		Message: "unhealthy nodes within maxUnhealthy", ObservedGeneration: obj.Generation}
 	if st.BreakerOpen {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "TooManyUnhealthy", view.breakerMessage()
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonTooManyUnhealthy, view.breakerMessage()
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	if equalStatus(orig.Status, obj.Status) {
@@ -87,9 +87,9 @@ func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.Remedia
 	}
 	switch {
 	case st.BreakerOpen && !wasOpen:
-		l.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "BreakerOpened", "Hold", "%s", view.breakerMessage())
+		l.recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.EventReasonBreakerOpened, "Hold", "%s", view.breakerMessage())
 	case !st.BreakerOpen && wasOpen:
-		l.recorder.Eventf(obj, nil, corev1.EventTypeNormal, "BreakerClosed", "Resume",
+		l.recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.EventReasonBreakerClosed, "Resume",
 			"%d of %d nodes unhealthy, within maxUnhealthy (%d): remediation resumes", view.unhealthy, view.matched, view.maxUnhealthy)
 	}
 	return nil
@@ -100,6 +100,6 @@ func equalStatus(a, b v1alpha1.RemediationPolicyStatus) bool {
 		a.UnhealthyNodes != b.UnhealthyNodes || a.InFlight != b.InFlight || a.BreakerOpen != b.BreakerOpen {
 		return false
 	}
-	ca, cb := meta.FindStatusCondition(a.Conditions, "BreakerOpen"), meta.FindStatusCondition(b.Conditions, "BreakerOpen")
+	ca, cb := meta.FindStatusCondition(a.Conditions, v1alpha1.ConditionBreakerOpen), meta.FindStatusCondition(b.Conditions, v1alpha1.ConditionBreakerOpen)
 	return ca != nil && cb != nil && ca.Status == cb.Status && ca.Message == cb.Message
 }

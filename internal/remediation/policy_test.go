@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/finding"
 )
 
 func TestScaledLimits(t *testing.T) {
@@ -46,14 +47,14 @@ func TestUnhealthyForWaitsTheMinimumDuration(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	node := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
 		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
-		{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-90 * time.Second))},
+		{Type: gpuCondition, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now.Add(-90 * time.Second))},
 	}}}
 	c, wait := p.unhealthyFor(node, now)
 	if c != nil || wait != 30*time.Second {
 		t.Fatalf("after 90s: condition %v wait %v, want none and 30s", c, wait)
 	}
 	c, _ = p.unhealthyFor(node, now.Add(30*time.Second))
-	if c == nil || c.Type != "AcceleratedHardwareReady" {
+	if c == nil || c.Type != gpuCondition {
 		t.Fatalf("after 2m: condition %v, want AcceleratedHardwareReady", c)
 	}
 	if p.unhealthyNow(node) == nil {
@@ -70,11 +71,11 @@ func TestChooseAction(t *testing.T) {
 		trigger v1alpha1.Trigger
 		want    v1alpha1.Action
 	}{
-		{v1alpha1.Trigger{Type: "AcceleratedHardwareReady", Reason: "NvidiaXID79Error", RecommendedAction: "reboot"}, v1alpha1.ActionReplace},
+		{v1alpha1.Trigger{Type: gpuCondition, Reason: "NvidiaXID79Error", RecommendedAction: "reboot"}, v1alpha1.ActionReplace},
 		{v1alpha1.Trigger{Type: "KernelReady", Reason: "SoftLockup"}, v1alpha1.ActionCordonOnly},
-		{v1alpha1.Trigger{Type: "AcceleratedHardwareReady", RecommendedAction: "replace"}, v1alpha1.ActionReplace},
-		{v1alpha1.Trigger{Type: "AcceleratedHardwareReady", RecommendedAction: "restart-app"}, v1alpha1.ActionIgnore},
-		{v1alpha1.Trigger{Type: "AcceleratedHardwareReady", RecommendedAction: "reset-gpu"}, v1alpha1.ActionReboot},
+		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "replace"}, v1alpha1.ActionReplace},
+		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "restart-app"}, v1alpha1.ActionIgnore},
+		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "reset-gpu"}, v1alpha1.ActionReboot},
 		{v1alpha1.Trigger{Type: "Ready", Status: corev1.ConditionUnknown}, v1alpha1.ActionReboot},
 	} {
 		if got := p.chooseAction(tc.trigger); got != tc.want {
@@ -83,38 +84,52 @@ func TestChooseAction(t *testing.T) {
 	}
 }
 
-func TestRecommendedActionFromAgentMessage(t *testing.T) {
-	for msg, want := range map[string]string{
-		"GPU 3 (GPU-abc, 0000:3b:00.0): Xid 79 fell off the bus; recommended action: replace": "replace",
-		"recommended action: reset-gpu; 2 more problems":                                      "reset-gpu",
-		"recommended action: explode":                                                         "",
-		"no advice here":                                                                      "",
-		"NPD message":                                                                         "",
+func TestRecommendedActionFromTheAgentsAnnotation(t *testing.T) {
+	for _, tc := range []struct {
+		name, annotation string
+		absent, wantErr  bool
+		want             string
+	}{
+		{name: "advice for the condition", annotation: `{"AcceleratedHardwareReady":"replace","KernelReady":"reboot"}`, want: "replace"},
+		{name: "advice for another condition only", annotation: `{"KernelReady":"reboot"}`},
+		{name: "no annotation (node-problem-detector)", absent: true},
+		{name: "not JSON", annotation: "recommended action: replace", wantErr: true},
+		{name: "not an object of strings", annotation: `{"AcceleratedHardwareReady":3}`, wantErr: true},
+		{name: "unknown action", annotation: `{"AcceleratedHardwareReady":"explode"}`, wantErr: true},
 	} {
-		if got := recommendedAction(msg); got != want {
-			t.Errorf("recommendedAction(%q) = %q, want %q", msg, got, want)
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+		if !tc.absent {
+			n.Annotations = map[string]string{v1alpha1.AnnotationRecommendedActions: tc.annotation}
+		}
+		got, err := recommendedAction(n, gpuCondition)
+		if got != tc.want || (err != nil) != tc.wantErr {
+			t.Errorf("%s: recommendedAction = %q, %v; want %q, error %v", tc.name, got, err, tc.want, tc.wantErr)
 		}
 	}
 }
 
-// FuzzRecommendedAction: condition messages come from any agent on any
-// node; reading them must never panic and only ever yield our vocabulary.
+// FuzzRecommendedAction: the annotation comes from any agent on any node;
+// reading it must never panic and only ever yield our vocabulary.
 func FuzzRecommendedAction(f *testing.F) {
-	f.Add("GPU 0: Xid 79; recommended action: replace")
-	f.Add("recommended action: ")
-	f.Add("recommended action: reboot\nrecommended action: replace")
-	f.Fuzz(func(t *testing.T, msg string) {
-		switch got := recommendedAction(msg); got {
-		case "", "none", "restart-app", "reset-gpu", "reboot", "replace":
-		default:
-			t.Fatalf("recommendedAction(%q) = %q, outside the vocabulary", msg, got)
+	f.Add(`{"AcceleratedHardwareReady":"replace"}`)
+	f.Add(`{"AcceleratedHardwareReady":""}`)
+	f.Add(`{"AcceleratedHardwareReady":"reboot","AcceleratedHardwareReady":"replace"}`)
+	f.Add(`[1,2]`)
+	f.Fuzz(func(t *testing.T, annotation string) {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationRecommendedActions: annotation}}}
+		got, err := recommendedAction(n, gpuCondition)
+		if err != nil && got != "" {
+			t.Fatalf("recommendedAction(%q) = %q with error %v: advice despite the error", annotation, got, err)
+		}
+		if _, perr := finding.ParseAction(got); got != "" && perr != nil {
+			t.Fatalf("recommendedAction(%q) = %q, outside the vocabulary", annotation, got)
 		}
 	})
 }
 
 func TestIncidentNameIsStablePerTransition(t *testing.T) {
 	since := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	t1 := v1alpha1.Trigger{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, Since: since}
+	t1 := v1alpha1.Trigger{Type: gpuCondition, Status: corev1.ConditionFalse, Since: since}
 	a, b := incidentName("gpu-node-7", t1), incidentName("gpu-node-7", t1)
 	if a != b || !strings.HasPrefix(a, "gpu-node-7-") {
 		t.Fatalf("names %q and %q: want equal, prefixed by the node", a, b)

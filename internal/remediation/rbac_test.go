@@ -1,3 +1,5 @@
+//go:build integration
+
 package remediation
 
 import (
@@ -33,7 +35,7 @@ func TestControllerRunsWithShippedRBAC(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "gpuheal-controller-kwok"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "gpuheal-controller", Namespace: "gpuheal"}},
 	})
-	h.create(fastPolicy("rbac", "rbac"))
+	h.create(fastPolicy("rbac"))
 	sa := rest.CopyConfig(h.env.Config)
 	sa.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:gpuheal:gpuheal-controller",

@@ -57,7 +57,7 @@ func Release(ctx context.Context, c client.Client, opts ReleaseOptions) error {
 		}
 		patch := client.MergeFrom(nr.DeepCopy())
 		nr.Status.Phase = v1alpha1.PhaseCancelled
-		nr.Status.Reason = "Released"
+		nr.Status.Reason = v1alpha1.ReasonReleased
 		nr.Status.Message = "gpuheal was uninstalled: the incident ended and the node was handed back"
 		nr.Status.Phases = append(nr.Status.Phases, v1alpha1.PhaseTransition{Phase: v1alpha1.PhaseCancelled, Time: metav1.NowMicro(), Message: nr.Status.Message})
 		if err := c.Status().Patch(ctx, nr, patch); err != nil {
@@ -72,16 +72,16 @@ func Release(ctx context.Context, c client.Client, opts ReleaseOptions) error {
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if n.Annotations[CordonedByAnnotation] == "" && !hasTaint(n) {
+		if n.Annotations[v1alpha1.AnnotationCordonedBy] == "" && !hasTaint(n) {
 			continue
 		}
 		err := patchNodeGuarded(ctx, c, c, n, func(n *corev1.Node) bool {
 			switch {
-			case n.Annotations[CordonedByAnnotation] != "":
+			case n.Annotations[v1alpha1.AnnotationCordonedBy] != "":
 				undoCordon(n)
 			case hasTaint(n):
 				// Our taint without our cordon: the cordon, if any, is not ours.
-				n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UnhealthyTaint })
+				n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintUnhealthy })
 			default:
 				return false
 			}

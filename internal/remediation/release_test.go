@@ -1,3 +1,5 @@
+//go:build integration
+
 package remediation
 
 import (
@@ -21,16 +23,16 @@ func TestReleaseHandsNodesBack(t *testing.T) {
 	h := newHarness(t, "release-", 4)
 	ctx := context.Background()
 	ours, oursOverTheirs, theirs, taintOnly := h.nodes[0], h.nodes[1], h.nodes[2], h.nodes[3]
-	taint := corev1.Taint{Key: UnhealthyTaint, Effect: corev1.TaintEffectNoSchedule}
+	taint := corev1.Taint{Key: v1alpha1.TaintUnhealthy, Effect: corev1.TaintEffectNoSchedule}
 	h.editNode(ours, func(n *corev1.Node) {
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = append(n.Spec.Taints, taint)
-		n.Annotations = map[string]string{CordonedByAnnotation: "nr-ours"}
+		n.Annotations = map[string]string{v1alpha1.AnnotationCordonedBy: "nr-ours"}
 	})
 	h.editNode(oursOverTheirs, func(n *corev1.Node) {
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = append(n.Spec.Taints, taint)
-		n.Annotations = map[string]string{CordonedByAnnotation: "nr-over", wasUnschedulableAnnotation: "true"}
+		n.Annotations = map[string]string{v1alpha1.AnnotationCordonedBy: "nr-over", v1alpha1.AnnotationWasUnschedulable: "true"}
 	})
 	h.editNode(theirs, func(n *corev1.Node) { n.Spec.Unschedulable = true })
 	h.editNode(taintOnly, func(n *corev1.Node) {
@@ -88,13 +90,13 @@ func TestReleaseHandsNodesBack(t *testing.T) {
 			t.Errorf("node %s unschedulable = %v, want %v", name, n.Spec.Unschedulable, unschedulable)
 		}
 		if hasTaint(n) {
-			t.Errorf("node %s still has taint %s", name, UnhealthyTaint)
+			t.Errorf("node %s still has taint %s", name, v1alpha1.TaintUnhealthy)
 		}
-		if v, ok := n.Annotations[CordonedByAnnotation]; ok {
-			t.Errorf("node %s still has %s=%s", name, CordonedByAnnotation, v)
+		if v, ok := n.Annotations[v1alpha1.AnnotationCordonedBy]; ok {
+			t.Errorf("node %s still has %s=%s", name, v1alpha1.AnnotationCordonedBy, v)
 		}
-		if _, ok := n.Annotations[wasUnschedulableAnnotation]; ok {
-			t.Errorf("node %s still has %s", name, wasUnschedulableAnnotation)
+		if _, ok := n.Annotations[v1alpha1.AnnotationWasUnschedulable]; ok {
+			t.Errorf("node %s still has %s", name, v1alpha1.AnnotationWasUnschedulable)
 		}
 	}
 	for name, phase := range map[string]v1alpha1.Phase{"nr-ours": v1alpha1.PhaseCancelled, "nr-done": v1alpha1.PhaseSucceeded} {

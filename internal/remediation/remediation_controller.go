@@ -44,6 +44,17 @@ type remediationReconciler struct {
 	self types.NamespacedName
 }
 
+// newRemediationReconciler is the state machine with o's clock, providers,
+// poll and own pod (o with its defaults); reader goes past the cache.
+// Tests build it on a fake clock and call Reconcile themselves.
+func newRemediationReconciler(c client.Client, reader client.Reader, recorder events.EventRecorder, o ControllerOptions, aud auditor) *remediationReconciler {
+	return &remediationReconciler{
+		client: c, reader: reader, recorder: recorder, clock: o.Clock,
+		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self,
+		fleet: &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
+	}
+}
+
 // incident is what one reconcile works on.
 type incident struct {
 	nr     *v1alpha1.NodeRemediation
@@ -82,7 +93,7 @@ func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 	switch err := r.client.Get(ctx, types.NamespacedName{Name: nr.Spec.PolicyName}, &pol); {
 	case apierrors.IsNotFound(err):
 		if nr.Status.Phase == "" || nr.Status.Phase == v1alpha1.PhasePending {
-			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, "PolicyDeleted",
+			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonPolicyDeleted,
 				fmt.Sprintf("policy %s no longer exists", nr.Spec.PolicyName))
 		}
 		// An incident already under way is finished under the defaults
@@ -163,7 +174,7 @@ func (r *remediationReconciler) announce(ctx context.Context, in *incident, phas
 	// The Node's own events: the steps an operator looks for. (Pending is
 	// announced on the Node by IncidentOpened already.)
 	if phase != v1alpha1.PhasePending && phase != v1alpha1.PhaseDraining && phase != v1alpha1.PhaseDrained {
-		r.recorder.Eventf(in.node, in.nr, eventType, "Remediation"+string(phase), string(phase), "%s: %s", in.nr.Name, message)
+		r.recorder.Eventf(in.node, in.nr, eventType, v1alpha1.EventReasonRemediationPrefix+string(phase), string(phase), "%s: %s", in.nr.Name, message)
 	}
 }
 

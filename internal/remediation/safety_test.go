@@ -1,16 +1,16 @@
+//go:build integration
+
 package remediation
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,56 +22,12 @@ import (
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
 )
 
-// TestDryRunChangesNoNode: a dry-run policy decides and records, and the
-// Node stays exactly as it was.
-func TestDryRunChangesNoNode(t *testing.T) {
-	h := newHarness(t, "dry", 2)
-	p := fastPolicy("dry", "dry")
-	p.Spec.DryRun = true
-	h.create(p)
-	h.runPod("default", "trainer-0", h.nodes[0], nil)
-	h.startController(controllerConfig{})
-	h.breakGPU(h.nodes[0], "replace")
-	before, _ := h.node(h.nodes[0])
-	h.waitFor("dry-run decision recorded", 30*time.Second, func() (bool, error) {
-		items := h.incidents(h.nodes[0])
-		return len(items) == 1 && meta.IsStatusConditionTrue(items[0].Status.Conditions, v1alpha1.ConditionDryRun), nil
-	})
-	nr := h.incidents(h.nodes[0])[0]
-	c := meta.FindStatusCondition(nr.Status.Conditions, v1alpha1.ConditionDryRun)
-	if want := "would cordon dry-0000, evict 1 pods (0 DaemonSet or mirror pods stay), then Replace it through provider kwok"; c.Message != want {
-		t.Errorf("dry-run plan %q, want %q", c.Message, want)
-	}
-	if nr.Status.Phase != v1alpha1.PhasePending || !nr.Status.DryRun || len(nr.Status.ProviderRequests) != 0 {
-		t.Errorf("phase %s dryRun %v requests %v: want Pending, true, none", nr.Status.Phase, nr.Status.DryRun, nr.Status.ProviderRequests)
-	}
-	after, _ := h.node(h.nodes[0])
-	if after.Spec.Unschedulable || len(after.Spec.Taints) != len(before.Spec.Taints) || after.Annotations[CordonedByAnnotation] != "" {
-		t.Errorf("dry run changed the node: %+v", after.Spec)
-	}
-	var pods corev1.PodList
-	if err := h.c.List(t.Context(), &pods, client.InNamespace("default")); err != nil || len(pods.Items) != 1 || pods.Items[0].DeletionTimestamp != nil {
-		t.Errorf("dry run touched pods: %v %v", err, pods.Items)
-	}
-
-	// Leaving dry run lets the recorded incident act.
-	var pol v1alpha1.RemediationPolicy
-	if err := h.c.Get(t.Context(), client.ObjectKey{Name: "dry"}, &pol); err != nil {
-		t.Fatal(err)
-	}
-	pol.Spec.DryRun = false
-	if err := h.c.Update(t.Context(), &pol); err != nil {
-		t.Fatal(err)
-	}
-	h.waitPhase(h.nodes[0], v1alpha1.PhaseSucceeded, time.Minute)
-}
-
 // TestBreakerAndMaxParallel: with more nodes unhealthy than maxUnhealthy
 // nothing starts and the policy says why; as the fleet recovers the breaker
 // closes by itself and incidents start no more than maxParallel at a time.
 func TestBreakerAndMaxParallel(t *testing.T) {
 	h := newHarness(t, "brk", 10)
-	p := fastPolicy("brk", "brk")
+	p := fastPolicy("brk")
 	twenty, two := intstr.FromString("20%"), intstr.FromInt32(2)
 	p.Spec.MaxUnhealthy, p.Spec.MaxParallel = &twenty, &two
 	h.create(p)
@@ -163,7 +119,7 @@ func kwokSlowBoot() kwok.Options {
 // exactly one replacement.
 func TestCrashAfterEachPhase(t *testing.T) {
 	h := newHarness(t, "crash", 7)
-	h.create(fastPolicy("crash", "crash"))
+	h.create(fastPolicy("crash"))
 	phases := []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseCordoned, v1alpha1.PhaseDraining,
 		v1alpha1.PhaseDrained, v1alpha1.PhaseReplacing, v1alpha1.PhaseVerifying}
 	for i, phase := range phases {
@@ -208,7 +164,7 @@ func TestCrashAfterEachPhase(t *testing.T) {
 // an incident is draining and the standby finishes it.
 func TestLeaderHandoverMidIncident(t *testing.T) {
 	h := newHarness(t, "ha", 2)
-	h.create(fastPolicy("ha", "ha"))
+	h.create(fastPolicy("ha"))
 	node := h.nodes[0]
 	h.runPod("default", "critical-0", node, map[string]string{"app": "critical"})
 	h.markPodReady("default", "critical-0")
@@ -231,43 +187,12 @@ func TestLeaderHandoverMidIncident(t *testing.T) {
 	}
 }
 
-// TestPDBTimeoutThenPolicyChoice: a PDB allowing no disruption holds the
-// drain until the timeout; then ForceDelete removes the pod and the
-// incident goes on.
-func TestPDBTimeoutThenPolicyChoice(t *testing.T) {
-	h := newHarness(t, "pdb", 2)
-	p := fastPolicy("pdb", "pdb")
-	p.Spec.Drain = v1alpha1.DrainSpec{Timeout: &metav1.Duration{Duration: 3 * time.Second}, OnTimeout: v1alpha1.DrainForceDelete}
-	h.create(p)
-	node := h.nodes[0]
-	h.runPod("default", "critical-0", node, map[string]string{"app": "critical"})
-	h.markPodReady("default", "critical-0")
-	h.blockingPDB("default", "critical", map[string]string{"app": "critical"})
-	h.startController(controllerConfig{})
-	start := time.Now()
-	h.breakGPU(node, "replace")
-	h.waitFor("drain blocked", 30*time.Second, func() (bool, error) {
-		items := h.incidents(node)
-		return len(items) == 1 && meta.IsStatusConditionTrue(items[0].Status.Conditions, v1alpha1.ConditionDrainBlocked), nil
-	})
-	nr := h.waitPhase(node, v1alpha1.PhaseSucceeded, 90*time.Second)
-	drained := enteredAt(&nr, v1alpha1.PhaseDrained)
-	draining := enteredAt(&nr, v1alpha1.PhaseDraining)
-	if d := drained.Sub(draining); d < 3*time.Second {
-		t.Errorf("drain ended %v after it started, before the 3s timeout", d)
-	}
-	if len(nr.Status.EvictedPods) != 1 || nr.Status.EvictedPods[0] != "default/critical-0" {
-		t.Errorf("evicted %v, want the PDB-protected pod force-deleted after the timeout", nr.Status.EvictedPods)
-	}
-	t.Logf("incident took %v", time.Since(start).Round(time.Millisecond))
-}
-
 // TestAPIErrorsNeverLoseOrDuplicate injects failures into a fifth of the
 // controller's writes (controller-runtime's interceptor client): incidents
 // still finish, each node has exactly one incident and one replacement.
 func TestAPIErrorsNeverLoseOrDuplicate(t *testing.T) {
 	h := newHarness(t, "flaky", 4)
-	h.create(fastPolicy("flaky", "flaky"))
+	h.create(fastPolicy("flaky"))
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(1, 2))
 	injected := 0
@@ -337,80 +262,4 @@ func TestAPIErrorsNeverLoseOrDuplicate(t *testing.T) {
 		t.Fatal("no error was injected; the test proves nothing")
 	}
 	t.Logf("%d API errors injected", injected)
-}
-
-// TestOptOutAndConflicts: an opted-out node and a node matched by two
-// policies get no incident; the conflict is reported by an Event.
-func TestOptOutAndConflicts(t *testing.T) {
-	h := newHarness(t, "opt", 3)
-	h.create(fastPolicy("opt-a", "opt"))
-	second := fastPolicy("opt-b", "opt")
-	second.Spec.NodeSelector = metav1.LabelSelector{MatchLabels: map[string]string{"pool": "shared"}}
-	h.create(second)
-	optedOutNode, shared, control := h.nodes[0], h.nodes[1], h.nodes[2]
-	n, _ := h.node(optedOutNode)
-	n.Annotations[OptOutAnnotation] = OptOutValue
-	if err := h.c.Update(t.Context(), n); err != nil {
-		t.Fatal(err)
-	}
-	n, _ = h.node(shared)
-	n.Labels["pool"] = "shared"
-	if err := h.c.Update(t.Context(), n); err != nil {
-		t.Fatal(err)
-	}
-	h.startController(controllerConfig{})
-	for _, name := range h.nodes {
-		h.breakGPU(name, "reboot")
-	}
-	h.waitPhase(control, v1alpha1.PhaseSucceeded, time.Minute) // the controller is working
-	h.waitFor("PolicyConflict event", 30*time.Second, func() (bool, error) {
-		return h.hasEvent(shared, "PolicyConflict")
-	})
-	for _, name := range []string{optedOutNode, shared} {
-		if items := h.incidents(name); len(items) != 0 {
-			t.Errorf("node %s got incident %s", name, items[0].Name)
-		}
-	}
-}
-
-func (h *harness) hasEvent(node, reason string) (bool, error) {
-	var list eventsv1.EventList
-	if err := h.c.List(context.Background(), &list); err != nil {
-		return false, err
-	}
-	for _, e := range list.Items {
-		if e.Regarding.Name == node && e.Reason == reason {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// TestProviderThatCannotActLeavesTheNodeCordoned: with the none provider a
-// reboot is escalated to a replacement, which none cannot do either; the
-// incident fails and the node stays cordoned and drained for a person,
-// explained by the incident.
-func TestProviderThatCannotActLeavesTheNodeCordoned(t *testing.T) {
-	h := newHarness(t, "none", 2)
-	p := fastPolicy("none", "none")
-	p.Spec.Provider = "none"
-	h.create(p)
-	h.startController(controllerConfig{})
-	node := h.nodes[0]
-	h.runPod("default", "job-0", node, nil)
-	h.breakGPU(node, "reboot")
-	nr := h.waitPhase(node, v1alpha1.PhaseFailed, time.Minute)
-	if nr.Status.Reason != "Unsupported" || nr.Status.Action != v1alpha1.ActionReplace {
-		t.Errorf("reason %s action %s, want Unsupported after escalating to Replace", nr.Status.Reason, nr.Status.Action)
-	}
-	if got := phasesOf(nr); !slices.Contains(got, v1alpha1.PhaseRebooting) || !slices.Contains(got, v1alpha1.PhaseReplacing) {
-		t.Errorf("phases %v, want a reboot attempt then a replace attempt", got)
-	}
-	n, _ := h.node(node)
-	if !n.Spec.Unschedulable || !hasTaint(n) || n.Annotations[CordonedByAnnotation] != nr.Name {
-		t.Errorf("node not left cordoned by %s: unschedulable=%v annotations=%v", nr.Name, n.Spec.Unschedulable, n.Annotations)
-	}
-	if len(nr.Status.EvictedPods) != 1 {
-		t.Errorf("evicted %v, want the job drained", nr.Status.EvictedPods)
-	}
 }

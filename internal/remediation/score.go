@@ -11,27 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/score"
-)
-
-// Where the score is published on each Node.
-const (
-	ScoreAnnotation     = "gpuheal.io/health-score"
-	TierLabel           = "gpuheal.io/health-tier"
-	GPUScoresAnnotation = "gpuheal.io/gpu-health-scores"
-	// RiskAnnotation is where the agent's predictor publishes a node's
-	// failure risk (0–1); absent means unknown.
-	RiskAnnotation = "gpuheal.io/failure-risk"
-	// ScaleInProtectedAnnotation records the scale-in protection the
-	// controller last set through the node's provider (opt-in).
-	ScaleInProtectedAnnotation = "gpuheal.io/scale-in-protected"
-	// WarningsAnnotation is the number of warnings the agent reports now.
-	WarningsAnnotation = "gpuheal.io/active-warnings" // set by the agent
 )
 
 var nodeHealthScore = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -51,6 +38,7 @@ type scorePublisher struct {
 	store  audit.Reader // nil: history starts empty
 	scorer *score.Scorer
 	every  time.Duration
+	clock  clock.PassiveClock
 
 	// providers, when set, protect gold nodes from scale-in (opt-in):
 	// a shrinking group then removes the least trusted nodes first.
@@ -78,7 +66,7 @@ func (s *scorePublisher) observe(r audit.Record) {
 // only the first kind, so an incident naming two GPUs weighs once.
 func eventsOf(r audit.Record) []score.Event {
 	class := score.ClassFor(r.Action, r.Severity)
-	if r.Action == "Ignore" {
+	if r.Action == string(v1alpha1.ActionIgnore) {
 		class = score.ClassRestartApp
 	}
 	out := []score.Event{{Time: r.Time, Class: class}}
@@ -111,7 +99,7 @@ func (s *scorePublisher) load(ctx context.Context) error {
 	if s.store == nil {
 		return nil
 	}
-	recs, err := s.store.Query(ctx, audit.Filter{Since: time.Now().Add(-s.scorer.Horizon()), Limit: -1})
+	recs, err := s.store.Query(ctx, audit.Filter{Since: s.clock.Now().Add(-s.scorer.Horizon()), Limit: -1})
 	if err != nil {
 		return fmt.Errorf("querying the audit store: %w", err)
 	}
@@ -131,21 +119,21 @@ func (s *scorePublisher) publish(ctx context.Context) error {
 	if err := s.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	now := time.Now()
+	now := s.clock.Now()
 	nodeHealthScore.Reset()
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		in, gpuIn := s.input(n, now)
 		res := s.scorer.Score(in, now)
-		prev, _ := score.ParseTier(n.Labels[TierLabel])
+		prev, _ := score.ParseTier(n.Labels[v1alpha1.LabelHealthTier])
 		tier := s.scorer.TierWithHysteresis(prev, res.Score)
 		nodeHealthScore.WithLabelValues(n.Name, string(tier)).Set(res.Score)
 		gpus := gpuScoresText(s.scorer.ScoreGPUs(gpuIn, now))
 		if s.providers != nil {
 			s.protect(ctx, n, tier == score.Gold)
 		}
-		if n.Annotations[ScoreAnnotation] == res.ScoreText() && n.Labels[TierLabel] == string(tier) &&
-			n.Annotations[GPUScoresAnnotation] == gpus {
+		if n.Annotations[v1alpha1.AnnotationHealthScore] == res.ScoreText() && n.Labels[v1alpha1.LabelHealthTier] == string(tier) &&
+			n.Annotations[v1alpha1.AnnotationGPUHealthScores] == gpus {
 			continue
 		}
 		if err := s.patch(ctx, n.Name, res.ScoreText(), string(tier), gpus); err != nil {
@@ -178,10 +166,10 @@ func (s *scorePublisher) input(n *corev1.Node, now time.Time) (score.Input, scor
 		}
 	}
 	s.mu.Unlock()
-	if v, err := strconv.ParseFloat(n.Annotations[RiskAnnotation], 64); err == nil {
+	if v, err := strconv.ParseFloat(n.Annotations[v1alpha1.AnnotationFailureRisk], 64); err == nil {
 		in.Risk = v
 	}
-	if v, err := strconv.Atoi(n.Annotations[WarningsAnnotation]); err == nil {
+	if v, err := strconv.Atoi(n.Annotations[v1alpha1.AnnotationActiveWarnings]); err == nil {
 		in.Warnings = v
 	}
 	return in, gpus
@@ -204,12 +192,12 @@ func gpuScoresText(m map[string]score.Result) string {
 // patch writes the score as a merge patch of labels and annotations, which
 // merge by key: no resourceVersion is needed and nothing else is touched.
 func (s *scorePublisher) patch(ctx context.Context, node, scoreText, tier, gpus string) error {
-	ann := map[string]any{ScoreAnnotation: scoreText, GPUScoresAnnotation: nil}
+	ann := map[string]any{v1alpha1.AnnotationHealthScore: scoreText, v1alpha1.AnnotationGPUHealthScores: nil}
 	if gpus != "" {
-		ann[GPUScoresAnnotation] = gpus
+		ann[v1alpha1.AnnotationGPUHealthScores] = gpus
 	}
 	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels":      map[string]string{TierLabel: tier},
+		"labels":      map[string]string{v1alpha1.LabelHealthTier: tier},
 		"annotations": ann,
 	}})
 	n := &corev1.Node{}
@@ -225,10 +213,10 @@ func (s *scorePublisher) patch(ctx context.Context, node, scoreText, tier, gpus 
 // provider that cannot (karpenter, clusterapi, none) is skipped quietly;
 // a failure is logged and tried again at the next publication.
 func (s *scorePublisher) protect(ctx context.Context, n *corev1.Node, want bool) {
-	if n.Annotations[ScaleInProtectedAnnotation] == strconv.FormatBool(want) {
+	if n.Annotations[v1alpha1.AnnotationScaleInProtected] == strconv.FormatBool(want) {
 		return
 	}
-	if !want && n.Annotations[ScaleInProtectedAnnotation] == "" {
+	if !want && n.Annotations[v1alpha1.AnnotationScaleInProtected] == "" {
 		return // never protected by us: nothing to undo
 	}
 	name := ""
@@ -248,7 +236,7 @@ func (s *scorePublisher) protect(ctx context.Context, n *corev1.Node, want bool)
 		return
 	}
 	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		ScaleInProtectedAnnotation: strconv.FormatBool(want)}}})
+		v1alpha1.AnnotationScaleInProtected: strconv.FormatBool(want)}}})
 	patch := &corev1.Node{}
 	patch.Name = n.Name
 	if err := s.writer.Patch(ctx, patch, client.RawPatch(types.MergePatchType, body)); client.IgnoreNotFound(err) != nil {

@@ -70,9 +70,7 @@ type ControllerOptions struct {
 	SkipNameValidation bool
 }
 
-// Setup registers the incident opener, the remediation state machine and
-// the policy status loop with the manager.
-func Setup(mgr manager.Manager, o ControllerOptions) error {
+func (o ControllerOptions) withDefaults() ControllerOptions {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -85,6 +83,13 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 	if o.Name == "" {
 		o.Name = "gpuheal-controller"
 	}
+	return o
+}
+
+// Setup registers the incident opener, the remediation state machine and
+// the policy status loop with the manager.
+func Setup(mgr manager.Manager, o ControllerOptions) error {
+	o = o.withDefaults()
 	ctx := context.Background()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.NodeRemediation{}, nodeNameField, func(o client.Object) []string {
 		return []string{o.(*v1alpha1.NodeRemediation).Spec.NodeName}
@@ -93,7 +98,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 	}
 	recorder := mgr.GetEventRecorder(o.Name)
 	c := mgr.GetClient()
-	aud := auditor{sink: o.Audit}
+	aud := auditor{sink: o.Audit, clock: o.Clock}
 	if o.Scorer != nil {
 		if o.ScoreEvery <= 0 {
 			o.ScoreEvery = time.Minute
@@ -104,7 +109,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		if err != nil {
 			return fmt.Errorf("creating the health score client: %w", err)
 		}
-		pub := &scorePublisher{client: c, writer: writer, store: o.AuditReader, scorer: o.Scorer, every: o.ScoreEvery, events: map[string][]score.Event{}}
+		pub := &scorePublisher{client: c, writer: writer, store: o.AuditReader, scorer: o.Scorer, every: o.ScoreEvery, clock: o.Clock, events: map[string][]score.Event{}}
 		if o.ProtectGold {
 			pub.providers = o.Providers
 		}
@@ -114,7 +119,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		}
 	}
 
-	nodes := &nodeReconciler{client: c, recorder: recorder, clock: o.Clock, conflicts: map[string]string{}, opened: map[string]string{}, audit: aud}
+	nodes := newNodeReconciler(c, recorder, o.Clock, aud)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("node").
 		For(&corev1.Node{}, builder.WithPredicates(nodeHealthChanged())).
@@ -131,11 +136,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		return fmt.Errorf("setting up node controller: %w", err)
 	}
 
-	fleet := &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second}
-	rems := &remediationReconciler{
-		client: c, reader: mgr.GetAPIReader(), recorder: recorder, clock: o.Clock,
-		providers: o.Providers, poll: o.Poll, fleet: fleet, audit: aud, self: o.Self,
-	}
+	rems := newRemediationReconciler(c, mgr.GetAPIReader(), recorder, o, aud)
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("noderemediation").
 		For(&v1alpha1.NodeRemediation{}).
@@ -155,7 +156,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 			return err
 		}
 	}
-	return mgr.Add(&policyStatusLoop{client: c, recorder: recorder, fleet: fleet, slots: &rems.slots, every: 5 * o.Poll})
+	return mgr.Add(&policyStatusLoop{client: c, recorder: recorder, fleet: rems.fleet, slots: &rems.slots, every: 5 * o.Poll})
 }
 
 // nodeHealthChanged passes node updates that matter here (conditions,
@@ -180,7 +181,7 @@ func nodeHealthChanged() predicate.Predicate {
 
 // scoreKeys are written by our own score publisher; a change to them says
 // nothing about a node's health and would only echo back as a reconcile.
-var scoreKeys = map[string]bool{ScoreAnnotation: true, TierLabel: true, GPUScoresAnnotation: true, ScaleInProtectedAnnotation: true}
+var scoreKeys = map[string]bool{v1alpha1.AnnotationHealthScore: true, v1alpha1.LabelHealthTier: true, v1alpha1.AnnotationGPUHealthScores: true, v1alpha1.AnnotationScaleInProtected: true}
 
 func equalExceptScore(a, b map[string]string) bool {
 	for k, v := range a {

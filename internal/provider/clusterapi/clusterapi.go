@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
@@ -29,13 +30,6 @@ var MachineGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1
 const (
 	MachineAnnotation          = "cluster.x-k8s.io/machine"
 	ClusterNamespaceAnnotation = "cluster.x-k8s.io/cluster-namespace"
-)
-
-// Annotations written on the node before its Machine is deleted, so that a
-// repeated call recognises the replace it already asked for.
-const (
-	AnnotationReplaceToken   = "gpuheal.io/replace-token"
-	AnnotationReplaceMachine = "gpuheal.io/replace-machine" // namespace/name
 )
 
 // Provider deletes Machines.
@@ -105,7 +99,7 @@ func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.Inst
 
 // record notes on the node which Machine this incident deletes.
 func (p *Provider) record(ctx context.Context, node *corev1.Node, id, token string) error {
-	err := provider.AnnotateNode(ctx, p.client, node, map[string]string{AnnotationReplaceMachine: id, AnnotationReplaceToken: token})
+	err := provider.AnnotateNode(ctx, p.client, node, map[string]string{v1alpha1.AnnotationReplaceMachine: id, v1alpha1.AnnotationReplaceToken: token})
 	if err != nil {
 		return fmt.Errorf("recording Machine %s on node %s: %w", id, node.Name, err)
 	}

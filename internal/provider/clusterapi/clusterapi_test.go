@@ -1,3 +1,5 @@
+//go:build integration
+
 package clusterapi
 
 import (
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
@@ -55,7 +58,7 @@ func TestClusterAPI(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Name: "capi-1"}, &back); err != nil {
 			t.Fatal(err)
 		}
-		if back.Annotations[AnnotationReplaceMachine] != "team-a/m-1" || back.Annotations[AnnotationReplaceToken] != "inc-1" {
+		if back.Annotations[v1alpha1.AnnotationReplaceMachine] != "team-a/m-1" || back.Annotations[v1alpha1.AnnotationReplaceToken] != "inc-1" {
 			t.Errorf("node annotations = %v, want the Machine and token recorded", back.Annotations)
 		}
 		if st, err := p.Status(ctx, n); err != nil || st.State != provider.StateGone || st.ID != "team-a/m-1" {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
@@ -21,7 +22,7 @@ import (
 // directly; otherwise the Machine whose status.nodeRef is the node. Without
 // any, the error wraps provider.ErrNotFound.
 func (p *Provider) find(ctx context.Context, node *corev1.Node) (types.NamespacedName, *unstructured.Unstructured, error) {
-	if id := node.Annotations[AnnotationReplaceMachine]; id != "" {
+	if id := node.Annotations[v1alpha1.AnnotationReplaceMachine]; id != "" {
 		if ns, name, ok := strings.Cut(id, "/"); ok {
 			return p.get(ctx, types.NamespacedName{Namespace: ns, Name: name})
 		}

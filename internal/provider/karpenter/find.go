@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
@@ -21,7 +22,7 @@ import (
 // registered, and the node's owner reference the NodeClaim. Without any of
 // these the error wraps provider.ErrNotFound.
 func (p *Provider) find(ctx context.Context, node *corev1.Node) (string, *unstructured.Unstructured, error) {
-	if name := node.Annotations[AnnotationReplaceNodeClaim]; name != "" {
+	if name := node.Annotations[v1alpha1.AnnotationReplaceNodeClaim]; name != "" {
 		return p.get(ctx, name)
 	}
 	list := &unstructured.UnstructuredList{}

@@ -18,19 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
 // NodeClaimGVK is the Karpenter v1 NodeClaim (cluster-scoped).
 var NodeClaimGVK = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaim"}
-
-// Annotations written on the node before its NodeClaim is deleted. Once
-// Karpenter has removed the NodeClaim nothing else says the replace
-// happened, and a repeated call must not fail with ErrNotFound.
-const (
-	AnnotationReplaceToken     = "gpuheal.io/replace-token"
-	AnnotationReplaceNodeClaim = "gpuheal.io/replace-nodeclaim"
-)
 
 // Provider deletes NodeClaims.
 type Provider struct {
@@ -94,7 +87,7 @@ func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.Inst
 
 // record notes on the node which NodeClaim this incident deletes.
 func (p *Provider) record(ctx context.Context, node *corev1.Node, name, token string) error {
-	err := provider.AnnotateNode(ctx, p.client, node, map[string]string{AnnotationReplaceNodeClaim: name, AnnotationReplaceToken: token})
+	err := provider.AnnotateNode(ctx, p.client, node, map[string]string{v1alpha1.AnnotationReplaceNodeClaim: name, v1alpha1.AnnotationReplaceToken: token})
 	if err != nil {
 		return fmt.Errorf("recording NodeClaim %s on node %s: %w", name, node.Name, err)
 	}

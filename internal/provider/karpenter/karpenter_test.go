@@ -1,3 +1,5 @@
+//go:build integration
+
 package karpenter
 
 import (
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
@@ -55,7 +58,7 @@ func TestKarpenter(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Name: "pid-a"}, &back); err != nil {
 			t.Fatal(err)
 		}
-		if back.Annotations[AnnotationReplaceNodeClaim] != "claim-pid-a" || back.Annotations[AnnotationReplaceToken] != "inc-1" {
+		if back.Annotations[v1alpha1.AnnotationReplaceNodeClaim] != "claim-pid-a" || back.Annotations[v1alpha1.AnnotationReplaceToken] != "inc-1" {
 			t.Errorf("node annotations = %v, want the NodeClaim and token recorded", back.Annotations)
 		}
 		if st, err := p.Status(ctx, n1); err != nil || st.State != provider.StateGone || st.ID != "claim-pid-a" {

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 )
 
 // Booter is the simulated cloud's clock: it finishes the boots that Reboot
@@ -65,7 +67,7 @@ func (b *Booter) Start(ctx context.Context) error {
 // still ahead (zero when none).
 func (b *Booter) pass(ctx context.Context) (time.Time, error) {
 	var list corev1.NodeList
-	if err := b.client.List(ctx, &list, client.MatchingLabels{LabelBooting: "true"}); err != nil {
+	if err := b.client.List(ctx, &list, client.MatchingLabels{v1alpha1.LabelKwokBooting: "true"}); err != nil {
 		return time.Time{}, fmt.Errorf("listing booting nodes: %w", err)
 	}
 	now := b.opts.Clock.Now()
@@ -73,7 +75,7 @@ func (b *Booter) pass(ctx context.Context) (time.Time, error) {
 	var errs []error
 	for i := range list.Items {
 		node := &list.Items[i]
-		readyAt, err := time.Parse(time.RFC3339Nano, node.Annotations[AnnotationReadyAt])
+		readyAt, err := time.Parse(time.RFC3339Nano, node.Annotations[v1alpha1.AnnotationKwokReadyAt])
 		// An unreadable ready time ends the boot now rather than leaving
 		// the node booting for ever.
 		if err == nil && now.Before(readyAt) {
@@ -98,7 +100,7 @@ func (b *Booter) holdNotReady(ctx context.Context, node *corev1.Node) error {
 		return nil
 	}
 	return client.IgnoreNotFound(setConditions(ctx, b.client, b.opts.Clock.Now(), node,
-		notReady(ReasonRebooting, "simulated reboot in progress")))
+		notReady(v1alpha1.ReasonKwokRebooting, "simulated reboot in progress")))
 }
 
 // finish ends one boot: the conditions a healthy agent would report, then
@@ -107,28 +109,28 @@ func (b *Booter) holdNotReady(ctx context.Context, node *corev1.Node) error {
 // started meanwhile is not cut short; the next pass looks again.
 func (b *Booter) finish(ctx context.Context, node *corev1.Node) error {
 	now := b.opts.Clock.Now()
-	conds := []corev1.NodeCondition{{Type: KernelReady, Status: corev1.ConditionTrue, Reason: ReasonSimulatedBoot, Message: "simulated boot finished"}}
-	if node.Annotations[AnnotationFaultPersists] == "true" {
+	conds := []corev1.NodeCondition{{Type: kernelCondition, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonKwokSimulatedBoot, Message: "simulated boot finished"}}
+	if node.Annotations[v1alpha1.AnnotationKwokFaultPersists] == "true" {
 		// Keep whatever the agent said if the GPU was already failing.
-		if c := condition(node, AcceleratedHardwareReady); c == nil || c.Status != corev1.ConditionFalse {
-			conds = append(conds, corev1.NodeCondition{Type: AcceleratedHardwareReady, Status: corev1.ConditionFalse,
-				Reason: ReasonFaultPersists, Message: "simulated fault survived the boot"})
+		if c := condition(node, gpuCondition); c == nil || c.Status != corev1.ConditionFalse {
+			conds = append(conds, corev1.NodeCondition{Type: gpuCondition, Status: corev1.ConditionFalse,
+				Reason: v1alpha1.ReasonKwokFaultPersists, Message: "simulated fault survived the boot"})
 		}
 	} else {
-		conds = append(conds, corev1.NodeCondition{Type: AcceleratedHardwareReady, Status: corev1.ConditionTrue,
-			Reason: ReasonSimulatedBoot, Message: "simulated boot finished with healthy GPUs"})
+		conds = append(conds, corev1.NodeCondition{Type: gpuCondition, Status: corev1.ConditionTrue,
+			Reason: v1alpha1.ReasonKwokSimulatedBoot, Message: "simulated boot finished with healthy GPUs"})
 	}
 	if err := setConditions(ctx, b.client, now, node, conds...); err != nil {
 		return err
 	}
 	err := patchMeta(ctx, b.client, node,
-		map[string]*string{LabelBooting: nil},
-		map[string]*string{ManagedAnnotation: ptr(ManagedValue), AnnotationReadyAt: nil},
+		map[string]*string{v1alpha1.LabelKwokBooting: nil},
+		map[string]*string{v1alpha1.AnnotationKwokManaged: ptr(v1alpha1.KwokManagedValue), v1alpha1.AnnotationKwokReadyAt: nil},
 		node.ResourceVersion)
 	if err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("simulated boot finished", "node", node.Name,
-		"faultPersists", node.Annotations[AnnotationFaultPersists] == "true")
+		"faultPersists", node.Annotations[v1alpha1.AnnotationKwokFaultPersists] == "true")
 	return nil
 }

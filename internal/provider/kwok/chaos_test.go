@@ -7,20 +7,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuheal/gpuheal/internal/testenv"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // The chaos file switches failures on and off between calls, as the soak
 // test does to a running controller.
 func TestChaosFileFailsCalls(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{})
-	ctx := testCtx(t)
-	node := testenv.GPUNode("chaos-0")
-	if err := env.Client.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "chaos-0", Labels: map[string]string{}, Annotations: map[string]string{}}}
+	// The file is read before any API call, so the fake client will do.
+	c := fakeclient.NewClientBuilder().WithObjects(node).Build()
 	chaos := filepath.Join(t.TempDir(), "chaos")
-	p := New(env.Client, Options{ChaosFile: chaos})
+	p := New(c, Options{ChaosFile: chaos})
 	for mode, want := range map[string]string{ChaosFail: "cloud API is down", ChaosThrottle: "Throttling"} {
 		if err := os.WriteFile(chaos, []byte(mode+"\n"), 0o644); err != nil {
 			t.Fatal(err)

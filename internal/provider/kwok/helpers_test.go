@@ -1,7 +1,10 @@
+//go:build integration
+
 package kwok
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -66,21 +70,17 @@ func getNode(t *testing.T, c client.Client, name string) *corev1.Node {
 // what was wanted and the node's last state.
 func waitNode(t *testing.T, c client.Client, name, want string, ok func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
-	ctx := testCtx(t)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
 	var last corev1.Node
-	for {
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, &last); err == nil && ok(&last) {
-			return &last
+	testproc.Eventually(t, 45*time.Second, "node "+name+": "+want, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &last); err != nil {
+			return false, err
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("node %s: %s did not happen; last labels %v, annotations %v, conditions %+v",
-				name, want, last.Labels, last.Annotations, last.Status.Conditions)
-		case <-tick.C:
+		if !ok(&last) {
+			return false, fmt.Errorf("labels %v, annotations %v, conditions %+v", last.Labels, last.Annotations, last.Status.Conditions)
 		}
-	}
+		return true, nil
+	})
+	return &last
 }
 
 // setAgentCondition writes a condition the way the agent does.
@@ -91,12 +91,3 @@ func setAgentCondition(t *testing.T, c client.Client, node *corev1.Node, typ cor
 		t.Fatal(err)
 	}
 }
-
-func cond(n *corev1.Node, t corev1.NodeConditionType) corev1.NodeCondition {
-	if c := condition(n, t); c != nil {
-		return *c
-	}
-	return corev1.NodeCondition{}
-}
-
-func booting(n *corev1.Node) bool { return n.Labels[LabelBooting] == "true" }

@@ -20,54 +20,15 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
-// kwok manages the nodes that carry this annotation (the selector
-// testenv and the demo start kwok with).
+// The agent's condition types, typed for Node conditions: a finished boot
+// sets them the way the agent would on a healthy machine.
 const (
-	ManagedAnnotation = "kwok.x-k8s.io/node"
-	ManagedValue      = "fake"
-)
-
-// Labels and annotations of the simulated cloud.
-const (
-	// LabelBooting marks a node whose (re)boot has not finished; it is a
-	// label so that the Booter can select on it.
-	LabelBooting = "gpuheal.io/kwok-booting"
-	// AnnotationReadyAt is when the boot finishes (RFC 3339, nanoseconds).
-	AnnotationReadyAt = "gpuheal.io/kwok-ready-at"
-	// AnnotationRebootToken is the token of the last reboot; it stays after
-	// the boot so that a repeated call for the same incident does nothing.
-	AnnotationRebootToken = "gpuheal.io/kwok-reboot-token"
-	// AnnotationReplaceToken is the token of the replace that created a node.
-	AnnotationReplaceToken = "gpuheal.io/kwok-replace-token"
-	// AnnotationReplaces names the node a replacement took the place of.
-	AnnotationReplaces = "gpuheal.io/replaces"
-	// LabelReplaces lets Status find a replacement without listing every
-	// node: the old node's name, or a hash of it when the name does not fit
-	// in a label value.
-	LabelReplaces = "gpuheal.io/kwok-replaces"
-	// AnnotationFaultPersists="true" makes a boot leave the GPU condition
-	// False, as if the hardware were still broken, so that tests can check
-	// that a reboot that does not help escalates.
-	AnnotationFaultPersists = "gpuheal.io/kwok-fault-persists"
-)
-
-// Node condition types the agent sets; a finished boot sets them the way
-// the agent would on a healthy machine (the values of internal/analyzer,
-// repeated so that a provider does not import the rule engine).
-const (
-	AcceleratedHardwareReady corev1.NodeConditionType = "AcceleratedHardwareReady"
-	KernelReady              corev1.NodeConditionType = "KernelReady"
-)
-
-// Condition reasons written by the simulation.
-const (
-	ReasonRebooting     = "Rebooting"
-	ReasonBooting       = "Booting"
-	ReasonSimulatedBoot = "SimulatedBoot"
-	ReasonFaultPersists = "SimulatedFaultPersists"
+	gpuCondition    = corev1.NodeConditionType(v1alpha1.ConditionAcceleratedHardwareReady)
+	kernelCondition = corev1.NodeConditionType(v1alpha1.ConditionKernelReady)
 )
 
 const (
@@ -156,9 +117,9 @@ func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.Inst
 		return provider.InstanceStatus{}, fmt.Errorf("reading node %s: %w", node.Name, err)
 	case cur.DeletionTimestamp != nil:
 		return provider.InstanceStatus{State: provider.StateTerminating, ID: cur.Name}, nil
-	case cur.Labels[LabelBooting] == "true":
+	case cur.Labels[v1alpha1.LabelKwokBooting] == "true":
 		return provider.InstanceStatus{State: provider.StateRebooting, ID: cur.Name,
-			Detail: "simulated boot finishes at " + cur.Annotations[AnnotationReadyAt]}, nil
+			Detail: "simulated boot finishes at " + cur.Annotations[v1alpha1.AnnotationKwokReadyAt]}, nil
 	}
 	return provider.InstanceStatus{State: provider.StateRunning, ID: cur.Name}, nil
 }
@@ -166,12 +127,12 @@ func (p *Provider) Status(ctx context.Context, node *corev1.Node) (provider.Inst
 // findReplacement returns the name of the node that replaces old, or "".
 func (p *Provider) findReplacement(ctx context.Context, old string) (string, error) {
 	var list corev1.NodeList
-	if err := p.client.List(ctx, &list, client.MatchingLabels{LabelReplaces: replacesValue(old)}); err != nil {
+	if err := p.client.List(ctx, &list, client.MatchingLabels{v1alpha1.LabelKwokReplaces: replacesValue(old)}); err != nil {
 		return "", fmt.Errorf("listing replacements of node %s: %w", old, err)
 	}
 	for i := range list.Items {
 		// The label may be a hash; the annotation is the full name.
-		if list.Items[i].Annotations[AnnotationReplaces] == old {
+		if list.Items[i].Annotations[v1alpha1.AnnotationReplaces] == old {
 			return list.Items[i].Name, nil
 		}
 	}

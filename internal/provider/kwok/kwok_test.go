@@ -1,3 +1,5 @@
+//go:build integration
+
 package kwok
 
 import (
@@ -12,8 +14,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // One control plane with kwok for the package; subtests run in order, each
@@ -51,7 +55,7 @@ func testReboot(t *testing.T, c client.Client, opts Options) {
 	p := New(c, opts)
 	startBooter(t, c, opts)
 	node := readyGPUNode(t, c, "rb")
-	setAgentCondition(t, c, node, AcceleratedHardwareReady, corev1.ConditionFalse, "NvidiaXID79Error")
+	setAgentCondition(t, c, node, gpuCondition, corev1.ConditionFalse, "NvidiaXID79Error")
 
 	start := time.Now()
 	id, err := p.Reboot(ctx, node, "inc-rb")
@@ -59,14 +63,14 @@ func testReboot(t *testing.T, c client.Client, opts Options) {
 		t.Fatalf("Reboot = %q, %v", id, err)
 	}
 	during := getNode(t, c, node.Name)
-	if r := cond(during, corev1.NodeReady); r.Status != corev1.ConditionFalse || r.Reason != ReasonRebooting {
+	if r := cond(during, corev1.NodeReady); r.Status != corev1.ConditionFalse || r.Reason != v1alpha1.ReasonKwokRebooting {
 		t.Errorf("Ready during reboot = %s/%s, want False/Rebooting", r.Status, r.Reason)
 	}
-	if _, managed := during.Annotations[ManagedAnnotation]; managed || !booting(during) {
+	if _, managed := during.Annotations[v1alpha1.AnnotationKwokManaged]; managed || !booting(during) {
 		t.Errorf("during reboot: kwok annotation present=%v, booting=%v; want false, true", managed, booting(during))
 	}
 	// Only Ready was patched: kwok's other conditions and the agent's stay.
-	if got := cond(during, AcceleratedHardwareReady); got.Status != corev1.ConditionFalse || got.Reason != "NvidiaXID79Error" {
+	if got := cond(during, gpuCondition); got.Status != corev1.ConditionFalse || got.Reason != "NvidiaXID79Error" {
 		t.Errorf("AcceleratedHardwareReady during reboot = %+v", got)
 	}
 	if got := cond(during, corev1.NodeMemoryPressure); got.Status != corev1.ConditionFalse {
@@ -76,11 +80,11 @@ func testReboot(t *testing.T, c client.Client, opts Options) {
 		t.Errorf("Status during reboot = %+v, %v; want Rebooting", st, err)
 	}
 	// A repeat for the same incident must not push the ready time back.
-	readyAt := during.Annotations[AnnotationReadyAt]
+	readyAt := during.Annotations[v1alpha1.AnnotationKwokReadyAt]
 	if _, err := p.Reboot(ctx, during, "inc-rb"); err != nil {
 		t.Fatal(err)
 	}
-	if got := getNode(t, c, node.Name).Annotations[AnnotationReadyAt]; got != readyAt {
+	if got := getNode(t, c, node.Name).Annotations[v1alpha1.AnnotationKwokReadyAt]; got != readyAt {
 		t.Errorf("repeated Reboot moved ready-at from %s to %s", readyAt, got)
 	}
 
@@ -88,12 +92,12 @@ func testReboot(t *testing.T, c client.Client, opts Options) {
 	if took := time.Since(start); took < opts.RebootDelay {
 		t.Errorf("node Ready after %v, before the reboot delay %v", took, opts.RebootDelay)
 	}
-	for _, typ := range []corev1.NodeConditionType{AcceleratedHardwareReady, KernelReady} {
-		if got := cond(after, typ); got.Status != corev1.ConditionTrue || got.Reason != ReasonSimulatedBoot {
-			t.Errorf("%s after boot = %s/%s, want True/%s", typ, got.Status, got.Reason, ReasonSimulatedBoot)
+	for _, typ := range []corev1.NodeConditionType{gpuCondition, kernelCondition} {
+		if got := cond(after, typ); got.Status != corev1.ConditionTrue || got.Reason != v1alpha1.ReasonKwokSimulatedBoot {
+			t.Errorf("%s after boot = %s/%s, want True/%s", typ, got.Status, got.Reason, v1alpha1.ReasonKwokSimulatedBoot)
 		}
 	}
-	if booting(after) || after.Annotations[AnnotationReadyAt] != "" || after.Annotations[ManagedAnnotation] != ManagedValue {
+	if booting(after) || after.Annotations[v1alpha1.AnnotationKwokReadyAt] != "" || after.Annotations[v1alpha1.AnnotationKwokManaged] != v1alpha1.KwokManagedValue {
 		t.Errorf("after boot: labels %v annotations %v; want boot marks gone and kwok back", after.Labels, after.Annotations)
 	}
 	if st, err := p.Status(ctx, after); err != nil || st.State != provider.StateRunning {
@@ -182,7 +186,7 @@ func testReplace(t *testing.T, c client.Client, opts Options) {
 	// the process that created it.
 	startBooter(t, c, opts)
 	ready := waitNode(t, c, want, "replacement Ready", testenv.NodeReady)
-	if got := cond(ready, AcceleratedHardwareReady); got.Status != corev1.ConditionTrue {
+	if got := cond(ready, gpuCondition); got.Status != corev1.ConditionTrue {
 		t.Errorf("replacement AcceleratedHardwareReady = %+v", got)
 	}
 	if st, err := p.Status(ctx, ready); err != nil || st.State != provider.StateRunning {
@@ -198,20 +202,20 @@ func testFaultPersists(t *testing.T, c client.Client, opts Options) {
 	p := New(c, opts)
 	startBooter(t, c, opts)
 	node := readyGPUNode(t, c, "fp")
-	node.Annotations[AnnotationFaultPersists] = "true"
+	node.Annotations[v1alpha1.AnnotationKwokFaultPersists] = "true"
 	if err := c.Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	setAgentCondition(t, c, node, AcceleratedHardwareReady, corev1.ConditionFalse, "NvidiaXID79Error")
+	setAgentCondition(t, c, node, gpuCondition, corev1.ConditionFalse, "NvidiaXID79Error")
 	if _, err := p.Reboot(ctx, node, "inc-fp"); err != nil {
 		t.Fatal(err)
 	}
 	waitNode(t, c, node.Name, "NotReady", func(n *corev1.Node) bool { return !testenv.NodeReady(n) })
 	after := waitNode(t, c, node.Name, "Ready after boot", func(n *corev1.Node) bool { return testenv.NodeReady(n) && !booting(n) })
-	if got := cond(after, AcceleratedHardwareReady); got.Status != corev1.ConditionFalse || got.Reason != "NvidiaXID79Error" {
+	if got := cond(after, gpuCondition); got.Status != corev1.ConditionFalse || got.Reason != "NvidiaXID79Error" {
 		t.Errorf("AcceleratedHardwareReady after boot = %s/%s, want the agent's False/NvidiaXID79Error", got.Status, got.Reason)
 	}
-	if got := cond(after, KernelReady); got.Status != corev1.ConditionTrue {
+	if got := cond(after, kernelCondition); got.Status != corev1.ConditionTrue {
 		t.Errorf("KernelReady after boot = %+v, want True", got)
 	}
 }
@@ -236,7 +240,7 @@ func testBooterRestart(t *testing.T, c client.Client) {
 	later.Clock = clocktesting.NewFakeClock(t0.Add(time.Minute))
 	startBooter(t, c, later)
 	after := waitNode(t, c, node.Name, "Ready after the restarted Booter", func(n *corev1.Node) bool { return testenv.NodeReady(n) && !booting(n) })
-	if got := cond(after, AcceleratedHardwareReady); got.Status != corev1.ConditionTrue {
+	if got := cond(after, gpuCondition); got.Status != corev1.ConditionTrue {
 		t.Errorf("AcceleratedHardwareReady = %+v, want True", got)
 	}
 }
@@ -272,16 +276,7 @@ func testBooterWaits(t *testing.T, c client.Client) {
 // the fake clock again.
 func waitBooterIdle(t *testing.T, fc *clocktesting.FakeClock) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !fc.HasWaiters() {
-		select {
-		case <-deadline:
-			t.Fatal("Booter never waited on the clock")
-		case <-tick.C:
-		}
-	}
+	testproc.EventuallyTrue(t, 10*time.Second, "the Booter waiting on the clock", fc.HasWaiters)
 }
 
 func testMissing(t *testing.T, c client.Client, opts Options) {
@@ -309,7 +304,7 @@ func testMissing(t *testing.T, c client.Client, opts Options) {
 func replacementsOf(t *testing.T, c client.Client, old string) []string {
 	t.Helper()
 	var list corev1.NodeList
-	if err := c.List(testCtx(t), &list, client.MatchingLabels{LabelReplaces: replacesValue(old)}); err != nil {
+	if err := c.List(testCtx(t), &list, client.MatchingLabels{v1alpha1.LabelKwokReplaces: replacesValue(old)}); err != nil {
 		t.Fatal(err)
 	}
 	var out []string

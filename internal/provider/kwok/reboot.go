@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
@@ -28,10 +29,10 @@ func (p *Provider) Reboot(ctx context.Context, node *corev1.Node, token string) 
 		return "", fmt.Errorf("reading node %s: %w", node.Name, err)
 	}
 	now := p.opts.Clock.Now()
-	if cur.Annotations[AnnotationRebootToken] == token {
+	if cur.Annotations[v1alpha1.AnnotationKwokRebootToken] == token {
 		// Already asked for; only a call that stopped between the two
 		// patches below left the node booting but still Ready.
-		if cur.Labels[LabelBooting] != "true" || readyStatus(&cur) == corev1.ConditionFalse {
+		if cur.Labels[v1alpha1.LabelKwokBooting] != "true" || readyStatus(&cur) == corev1.ConditionFalse {
 			return id, nil
 		}
 	} else {
@@ -39,13 +40,13 @@ func (p *Provider) Reboot(ctx context.Context, node *corev1.Node, token string) 
 		// Labels first: while kwok still manages the node it would turn
 		// Ready back to True at once.
 		err := patchMeta(ctx, p.client, &cur,
-			map[string]*string{LabelBooting: ptr("true")},
-			map[string]*string{ManagedAnnotation: nil, AnnotationReadyAt: &readyAt, AnnotationRebootToken: &token}, "")
+			map[string]*string{v1alpha1.LabelKwokBooting: ptr("true")},
+			map[string]*string{v1alpha1.AnnotationKwokManaged: nil, v1alpha1.AnnotationKwokReadyAt: &readyAt, v1alpha1.AnnotationKwokRebootToken: &token}, "")
 		if err != nil {
 			return "", err
 		}
 	}
-	if err := setConditions(ctx, p.client, now, &cur, notReady(ReasonRebooting, "simulated reboot for "+token)); err != nil {
+	if err := setConditions(ctx, p.client, now, &cur, notReady(v1alpha1.ReasonKwokRebooting, "simulated reboot for "+token)); err != nil {
 		return "", err
 	}
 	return id, nil

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
@@ -63,7 +64,7 @@ func (p *Provider) checkReplacement(ctx context.Context, name, old string) error
 		}
 		return fmt.Errorf("reading node %s: %w", name, err)
 	}
-	if got := n.Annotations[AnnotationReplaces]; got != old {
+	if got := n.Annotations[v1alpha1.AnnotationReplaces]; got != old {
 		return fmt.Errorf("node %s exists but replaces %q, not %s", name, got, old)
 	}
 	return nil
@@ -101,8 +102,8 @@ func (p *Provider) replacement(old *corev1.Node, name, token string) *corev1.Nod
 	if len(name) <= 63 { // label values are at most 63 characters
 		labels[corev1.LabelHostname] = name
 	}
-	labels[LabelBooting] = "true"
-	labels[LabelReplaces] = replacesValue(old.Name)
+	labels[v1alpha1.LabelKwokBooting] = "true"
+	labels[v1alpha1.LabelKwokReplaces] = replacesValue(old.Name)
 
 	var taints []corev1.Taint
 	for _, t := range old.Spec.Taints {
@@ -117,9 +118,9 @@ func (p *Provider) replacement(old *corev1.Node, name, token string) *corev1.Nod
 			Name:   name,
 			Labels: labels,
 			Annotations: map[string]string{
-				AnnotationReplaces:     old.Name,
-				AnnotationReplaceToken: token,
-				AnnotationReadyAt:      now.Add(p.opts.BootDelay).UTC().Format(time.RFC3339Nano),
+				v1alpha1.AnnotationReplaces:         old.Name,
+				v1alpha1.AnnotationKwokReplaceToken: token,
+				v1alpha1.AnnotationKwokReadyAt:      now.Add(p.opts.BootDelay).UTC().Format(time.RFC3339Nano),
 			},
 		},
 		Spec: corev1.NodeSpec{ProviderID: providerID(old, name), Taints: taints},
@@ -129,7 +130,7 @@ func (p *Provider) replacement(old *corev1.Node, name, token string) *corev1.Nod
 			Conditions: []corev1.NodeCondition{{
 				Type:               corev1.NodeReady,
 				Status:             corev1.ConditionFalse,
-				Reason:             ReasonBooting,
+				Reason:             v1alpha1.ReasonKwokBooting,
 				Message:            "simulated machine replacing " + old.Name + " is booting",
 				LastHeartbeatTime:  metav1.NewTime(now),
 				LastTransitionTime: metav1.NewTime(now),

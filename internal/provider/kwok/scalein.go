@@ -10,16 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
-// AnnotationScaleInProtected marks ("true") a node that a simulated
-// scale-in must keep, as Auto Scaling's instance scale-in protection does.
-const AnnotationScaleInProtected = "gpuheal.io/kwok-scale-in-protected"
-
 var _ provider.ScaleInProtector = (*Provider)(nil)
 
-// SetScaleInProtection sets or removes AnnotationScaleInProtected. A merge
+// SetScaleInProtection sets or removes v1alpha1.AnnotationKwokScaleInProtected. A merge
 // patch that sets what is already there, or removes what is not, changes
 // nothing, so repeating it is harmless.
 func (p *Provider) SetScaleInProtection(ctx context.Context, node *corev1.Node, protected bool) error {
@@ -29,7 +26,7 @@ func (p *Provider) SetScaleInProtection(ctx context.Context, node *corev1.Node, 
 	}
 	// A copy, so that the caller's node is not overwritten by the reply.
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
-	err := patchMeta(ctx, p.client, n, nil, map[string]*string{AnnotationScaleInProtected: v}, "")
+	err := patchMeta(ctx, p.client, n, nil, map[string]*string{v1alpha1.AnnotationKwokScaleInProtected: v}, "")
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("setting scale-in protection of node %s: %w", node.Name, provider.ErrNotFound)
 	}
@@ -61,7 +58,7 @@ func (p *Provider) ScaleIn(ctx context.Context, nodes []corev1.Node, n int) ([]s
 			}
 			return deleted, fmt.Errorf("scaling in: reading node %s: %w", name, err)
 		}
-		if cur.DeletionTimestamp != nil || cur.Annotations[AnnotationScaleInProtected] == "true" {
+		if cur.DeletionTimestamp != nil || cur.Annotations[v1alpha1.AnnotationKwokScaleInProtected] == "true" {
 			continue
 		}
 		uid := cur.UID

@@ -1,3 +1,5 @@
+//go:build integration
+
 package kwok
 
 import (
@@ -8,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -32,8 +35,8 @@ func testScaleIn(t *testing.T, c client.Client, opts Options) {
 				t.Fatalf("protecting %s: %v", name, err)
 			}
 		}
-		if got := getNode(t, c, name).Annotations[AnnotationScaleInProtected]; got != "true" {
-			t.Fatalf("%s annotation %s = %q, want true", name, AnnotationScaleInProtected, got)
+		if got := getNode(t, c, name).Annotations[v1alpha1.AnnotationKwokScaleInProtected]; got != "true" {
+			t.Fatalf("%s annotation %s = %q, want true", name, v1alpha1.AnnotationKwokScaleInProtected, got)
 		}
 	}
 
@@ -64,13 +67,13 @@ func testScaleIn(t *testing.T, c client.Client, opts Options) {
 			t.Fatalf("unprotecting %s: %v", names[1], err)
 		}
 	}
-	if _, ok := getNode(t, c, names[1]).Annotations[AnnotationScaleInProtected]; ok {
+	if _, ok := getNode(t, c, names[1]).Annotations[v1alpha1.AnnotationKwokScaleInProtected]; ok {
 		t.Fatalf("%s still annotated after unprotect", names[1])
 	}
 	if deleted, err := p.ScaleIn(ctx, nodes, 5); err != nil || !slices.Equal(deleted, names[1:2]) {
 		t.Fatalf("ScaleIn(5) after unprotecting %s = %v, %v; want [%s]", names[1], deleted, err, names[1])
 	}
-	if n := getNode(t, c, names[0]); n.Annotations[AnnotationScaleInProtected] != "true" {
+	if n := getNode(t, c, names[0]); n.Annotations[v1alpha1.AnnotationKwokScaleInProtected] != "true" {
 		t.Errorf("protected node %s lost its annotation: %v", names[0], n.Annotations)
 	}
 }

@@ -1,0 +1,141 @@
+package remediation
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/score"
+)
+
+// The wire contract, controller side: every key the agent writes on its
+// Node and the controller reads is read through the v1alpha1 constant and
+// nothing else. agentWrittenNode is a Node as the agent writes it, built
+// from the constants alone; the agent's side is checked against the same
+// keys in its own package (a cross-side test can hand its Node to
+// controllerReads instead).
+
+// agentWrittenNode carries every agent-owned key.
+func agentWrittenNode() *corev1.Node {
+	since := metav1.NewTime(t0.Add(-time.Hour))
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   "gpu-0000",
+			Labels: map[string]string{v1alpha1.LabelGPUHealthyCount: "7"},
+			Annotations: map[string]string{
+				v1alpha1.AnnotationRecommendedActions: `{"AcceleratedHardwareReady":"replace","KernelReady":"reboot","GPUFailurePredicted":"none"}`,
+				v1alpha1.AnnotationActiveWarnings:     "3",
+				v1alpha1.AnnotationFailureRisk:        "0.91",
+			},
+		},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", LastTransitionTime: since},
+			{Type: v1alpha1.ConditionKernelReady, Status: corev1.ConditionFalse, Reason: "SoftLockup", LastTransitionTime: since},
+			{Type: v1alpha1.ConditionGPUFailurePredicted, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonGPUFailurePredicted, LastTransitionTime: since},
+		}},
+	}
+}
+
+// controllerReads is, for each agent-owned key, what the controller makes
+// of it on a node.
+var controllerReads = []struct {
+	key  string
+	read func(*corev1.Node) string
+	want string
+}{
+	{v1alpha1.AnnotationRecommendedActions, func(n *corev1.Node) string {
+		a, err := recommendedAction(n, v1alpha1.ConditionAcceleratedHardwareReady)
+		return a + errText(err)
+	}, "replace"},
+	{v1alpha1.AnnotationActiveWarnings, func(n *corev1.Node) string {
+		in, _ := scoreInput(n)
+		return strconv.Itoa(in.Warnings)
+	}, "3"},
+	{v1alpha1.AnnotationFailureRisk, func(n *corev1.Node) string {
+		in, _ := scoreInput(n)
+		return strconv.FormatFloat(in.Risk, 'f', 2, 64)
+	}, "0.91"},
+	// The controller does not read the count; a change to it still wakes
+	// the reconcilers (only the controller's own score keys do not).
+	{v1alpha1.LabelGPUHealthyCount, func(n *corev1.Node) string {
+		old := n.DeepCopy()
+		old.Labels[v1alpha1.LabelGPUHealthyCount] = "8"
+		return strconv.FormatBool(nodeHealthChanged().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: n}) &&
+			n.Labels[v1alpha1.LabelGPUHealthyCount] != "")
+	}, "true"},
+	{v1alpha1.ConditionAcceleratedHardwareReady, func(n *corev1.Node) string {
+		p, _ := newPolicy(&v1alpha1.RemediationPolicy{}) // the defaults name it
+		c, _ := p.unhealthyFor(n, t0)
+		if c == nil {
+			return ""
+		}
+		return triggerText(n, c)
+	}, "AcceleratedHardwareReady=False replace"},
+	{v1alpha1.ConditionKernelReady, func(n *corev1.Node) string { return conditionTrigger(n, v1alpha1.ConditionKernelReady) }, "KernelReady=False reboot"},
+	{v1alpha1.ConditionGPUFailurePredicted, func(n *corev1.Node) string {
+		return conditionTrigger(n, v1alpha1.ConditionGPUFailurePredicted)
+	}, "GPUFailurePredicted=True none"},
+}
+
+func TestControllerReadsTheAgentsKeys(t *testing.T) {
+	for _, r := range controllerReads {
+		n := agentWrittenNode()
+		if got := r.read(n); got != r.want {
+			t.Errorf("%s: the controller reads %q, want %q", r.key, got, r.want)
+		}
+		// Without the key the controller reads something else: it reads
+		// this key, not a copy of its name.
+		if got := r.read(withoutKey(agentWrittenNode(), r.key)); got == r.want {
+			t.Errorf("%s: the controller reads %q from a node without the key too", r.key, got)
+		}
+	}
+}
+
+func scoreInput(n *corev1.Node) (score.Input, score.Input) {
+	s := &scorePublisher{scorer: mustScorer(), events: map[string][]score.Event{}}
+	return s.input(n, t0)
+}
+
+func mustScorer() *score.Scorer {
+	s, err := score.New(score.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// conditionTrigger is the trigger a policy listing the condition opens.
+func conditionTrigger(n *corev1.Node, typ string) string {
+	c := findCondition(n, typ)
+	if c == nil {
+		return ""
+	}
+	return triggerText(n, c)
+}
+
+func triggerText(n *corev1.Node, c *corev1.NodeCondition) string {
+	tr, err := triggerFrom(n, c)
+	return fmt.Sprintf("%s=%s %s%s", tr.Type, tr.Status, tr.RecommendedAction, errText(err))
+}
+
+func errText(err error) string {
+	if err != nil {
+		return " error: " + err.Error()
+	}
+	return ""
+}
+
+// withoutKey removes key from n wherever the agent writes it.
+func withoutKey(n *corev1.Node, key string) *corev1.Node {
+	delete(n.Labels, key)
+	delete(n.Annotations, key)
+	n.Status.Conditions = slices.DeleteFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return string(c.Type) == key })
+	return n
+}
