@@ -142,9 +142,6 @@ const (
 	LabelNvidiaGPUProduct = "nvidia.com/gpu.product"
 )
 
-// ConditionBreakerOpen (controller) is the RemediationPolicy status
-// condition that says the maxUnhealthy circuit breaker stopped new repairs.
-const ConditionBreakerOpen = "BreakerOpen"
 // Kwok's own annotation: kwok simulates the nodes that carry it with this
 // value (testenv and the demo start kwok with this selector). The kwok
 // provider takes it away for a reboot and hands it back when the boot ends.

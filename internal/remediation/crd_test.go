@@ -11,13 +11,14 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // TestCRDSchemaDefaultsAndValidation installs the shipped CRDs in the real
 // API server: an empty policy gets the documented defaults, and the CEL
 // rules reject bad values with a message naming the field.
 func TestCRDSchemaDefaultsAndValidation(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{Scheme: testScheme(t)})
+	env := testcluster.Start(t, testenv.Options{Scheme: testScheme(t)})
 	c := env.Client
 	p := &v1alpha1.RemediationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "defaults"}}
 	if err := c.Create(t.Context(), p); err != nil {

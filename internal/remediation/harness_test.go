@@ -23,6 +23,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
@@ -44,7 +45,7 @@ func (h *harness) sub(t *testing.T) *harness {
 
 func newHarness(t *testing.T, prefix string, nodes int) *harness {
 	t.Helper()
-	env := testenv.ForTest(t, testenv.Options{Kwok: true, Scheme: testScheme(t)})
+	env := testcluster.Start(t, testenv.Options{Kwok: true, Scheme: testScheme(t)})
 	h := &harness{t: t, env: env, c: env.Client, prefix: prefix}
 	h.nodes = h.addNodes(prefix, nodes)
 	return h

@@ -186,7 +186,9 @@ func TestBadAdviceIsSaidOnceAndIgnored(t *testing.T) {
 	e.policy("p")
 	node := e.addNodes("gpu", 1)[0]
 	e.breakGPU(node, "replace")
-	e.editNode(node, func(n *corev1.Node) { n.Annotations[v1alpha1.AnnotationRecommendedActions] = "recommended action: replace" })
+	e.editNode(node, func(n *corev1.Node) {
+		n.Annotations[v1alpha1.AnnotationRecommendedActions] = "recommended action: replace"
+	})
 	e.step(2 * time.Minute)
 	e.step(time.Minute)
 	nr := e.only(node)

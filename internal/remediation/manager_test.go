@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
@@ -27,7 +28,7 @@ func freeAddr(t *testing.T) string {
 // server: one leads, and when it shuts down it releases the Lease so the
 // standby takes over without waiting for the lease to expire.
 func TestLeaderFailover(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{})
+	env := testcluster.Start(t, testenv.Options{})
 	opts := func() ManagerOptions {
 		return ManagerOptions{
 			RestConfig:              env.Config,

@@ -18,11 +18,12 @@ import (
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // One control plane for the package; each subtest uses its own names.
 func TestClusterAPI(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{CRDDir: "testdata/crds"})
+	env := testcluster.Start(t, testenv.Options{CRDDir: "testdata/crds"})
 	c := env.Client
 	p := New(c)
 	for _, ns := range []string{"team-a", "team-b"} {

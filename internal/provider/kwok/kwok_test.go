@@ -17,13 +17,14 @@ import (
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // One control plane with kwok for the package; subtests run in order, each
 // with its own nodes and its own Booter.
 func TestKwok(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{Kwok: true})
+	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	c := env.Client
 	fast := Options{BootDelay: 1500 * time.Millisecond, RebootDelay: 1500 * time.Millisecond, PollInterval: 200 * time.Millisecond}
 

@@ -11,13 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // With the workload controllers running (the demo and the soak), a
 // replacement boots to Ready and stays so: the node lifecycle controller
 // must not take kwok's rare heartbeats for a lost node.
 func TestReplacementBootsBesideWorkloadControllers(t *testing.T) {
-	env := testenv.ForTest(t, testenv.Options{Kwok: true, Workloads: true})
+	env := testcluster.Start(t, testenv.Options{Kwok: true, Workloads: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	names, err := testenv.CreateGPUNodes(ctx, env.Client, "wl", 1)
