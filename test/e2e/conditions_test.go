@@ -69,6 +69,10 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 	if !testenv.NodeReady(&n) {
 		t.Error("the agent's patch removed kwok's Ready condition")
 	}
+	// The controller reads the advice from this annotation, never from the message.
+	if got, want := n.Annotations[v1alpha1.AnnotationRecommendedActions], `{"AcceleratedHardwareReady":"reboot"}`; got != want {
+		t.Errorf("annotation %s = %q, want %q", v1alpha1.AnnotationRecommendedActions, got, want)
+	}
 
 	// Seven of eight GPUs are left for schedulers.
 	waitLabel(ctx, t, env.Client, node, v1alpha1.LabelGPUHealthyCount, "7")

@@ -290,6 +290,13 @@ func breakNode(ctx context.Context, b testing.TB, c client.Client, node string) 
 		Message: "GPU 0 fell off the bus; recommended action: replace", LastTransitionTime: now, LastHeartbeatTime: now,
 	}}}})
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	// The advice first, as the agent writes it: the controller reads it
+	// from the annotation when the condition opens an incident.
+	advice, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		v1alpha1.AnnotationRecommendedActions: `{"AcceleratedHardwareReady":"replace"}`}}})
+	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, advice)); err != nil {
+		b.Fatalf("advising replace on %s: %v", node, err)
+	}
 	if err := c.Status().Patch(ctx, n, client.RawPatch(types.StrategicMergePatchType, patch)); err != nil {
 		b.Fatalf("breaking %s: %v", node, err)
 	}
