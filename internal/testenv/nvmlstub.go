@@ -26,7 +26,7 @@ func BuildNVMLStub(repoRoot, out string, defs ...string) error {
 	}
 	files, err := filepath.Glob(filepath.Join(repoRoot, NVMLStubSources, "*.c"))
 	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no C sources in %s (err %v)", filepath.Join(repoRoot, NVMLStubSources), err)
+		return fmt.Errorf("no C sources in %s (err %w)", filepath.Join(repoRoot, NVMLStubSources), err)
 	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
@@ -34,7 +34,7 @@ func BuildNVMLStub(repoRoot, out string, defs ...string) error {
 	args := append([]string{"-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden",
 		"-shared", "-fPIC", "-Wl,-soname,libnvidia-ml.so.1", "-o", out}, defs...)
 	if b, err := exec.Command(gcc, append(args, files...)...).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc %s: %v\n%s", strings.Join(defs, " "), err, b)
+		return fmt.Errorf("gcc %s: %w\n%s", strings.Join(defs, " "), err, b)
 	}
 	return nil
 }

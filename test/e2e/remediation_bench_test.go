@@ -67,7 +67,7 @@ func (f *fleetClock) follow(ctx context.Context, b *testing.B, c client.WithWatc
 	}()
 }
 
-func benchScheme(b testing.TB) *runtime.Scheme {
+func benchScheme(testing.TB) *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(s), v1alpha1.AddToScheme(s)); err != nil {
 		panic(err) // both are generated registrations; an error is a build problem
@@ -195,7 +195,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 			}
 		}
 	}
-	var cordon, opening, admitting, seen, recover []time.Duration
+	var cordon, opening, admitting, seen, recovered []time.Duration
 	clock.mu.Lock()
 	for _, n := range broken {
 		decided := since[n].Add(minDuration)
@@ -203,14 +203,14 @@ func BenchmarkRemediationFleet(b *testing.B) {
 		opening = append(opening, pendingAt[n].Sub(decided))
 		admitting = append(admitting, cordonedAt[n].Sub(pendingAt[n]))
 		seen = append(seen, clock.cordoned[n].Sub(decided))
-		recover = append(recover, clock.replReady[n].Sub(decided))
+		recovered = append(recovered, clock.replReady[n].Sub(decided))
 	}
 	clock.mu.Unlock()
 	report(b, "cordon after min duration (recorded by the controller)", cordon)
 	report(b, "  of which opening: min duration to the first reconcile", opening)
 	report(b, "  of which admitting: first reconcile to cordoned", admitting)
 	report(b, "cordon after min duration (seen through a watch of all nodes)", seen)
-	report(b, "detection to replacement Ready", recover)
+	report(b, "detection to replacement Ready", recovered)
 	b.ReportMetric(float64(percentile(cordon, 99).Milliseconds()), "cordon-p99-ms")
 	metricsText := scrape(b, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
 	// GPUHEAL_BENCH_METRICS_OUT keeps the controller's metrics after the
@@ -228,7 +228,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 		quick := seriesValue(metricsText, `workqueue_queue_duration_seconds_bucket{controller="`+name+`",name="`+name+`",le="0.1"}`)
 		b.Logf("%s queue: %.0f of %.0f reconciles waited over 100 ms for a worker", name, total-quick, total)
 	}
-	b.ReportMetric(percentile(recover, 100).Seconds(), "recover-max-s")
+	b.ReportMetric(percentile(recovered, 100).Seconds(), "recover-max-s")
 	b.ReportMetric(float64(maxInFlight), "max-in-flight")
 
 	// Phase 2: 30% of the fleet fails at once.

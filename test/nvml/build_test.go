@@ -67,7 +67,7 @@ func agentBinary(t *testing.T) string {
 			cmd.Env = append(cmd.Env, "CGO_CFLAGS="+makefileCgoFlags)
 		}
 		if b, err := cmd.CombinedOutput(); err != nil {
-			agentErr = fmt.Errorf("building gpuheal-agent as `make build` does: %v\n%s", err, b)
+			agentErr = fmt.Errorf("building gpuheal-agent as `make build` does: %w\n%s", err, b)
 			return
 		}
 		agentPath = out

@@ -10,11 +10,11 @@ type memo struct {
 	mu    sync.Mutex
 	ids   map[string]string
 	order []string // oldest first, for eviction
-	max   int
+	limit int
 }
 
-func newMemo(max int) *memo {
-	return &memo{ids: map[string]string{}, max: max}
+func newMemo(limit int) *memo {
+	return &memo{ids: map[string]string{}, limit: limit}
 }
 
 func (m *memo) get(key string) (string, bool) {
@@ -37,7 +37,7 @@ func (m *memo) put(key, id string) {
 		m.order = append(m.order, key)
 	}
 	m.ids[key] = id
-	for len(m.order) > m.max {
+	for len(m.order) > m.limit {
 		delete(m.ids, m.order[0])
 		m.order = m.order[1:]
 	}
