@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -36,7 +35,7 @@ func (p Phase) Active() bool { return p != "" && p != PhasePending && !p.Termina
 // Trigger is the node condition that opened the incident.
 type Trigger struct {
 	Type   string                 `json:"type"`
-	Status corev1.ConditionStatus `json:"status"`
+	Status metav1.ConditionStatus `json:"status"`
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// +optional

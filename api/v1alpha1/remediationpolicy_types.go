@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -44,7 +43,7 @@ type UnhealthyCondition struct {
 	Type string `json:"type"`
 	// Status that counts as unhealthy.
 	// +kubebuilder:validation:Enum=True;False;Unknown
-	Status corev1.ConditionStatus `json:"status"`
+	Status metav1.ConditionStatus `json:"status"`
 	// For is how long the condition must hold before the node counts as
 	// unhealthy, measured from the condition's lastTransitionTime.
 	// +kubebuilder:validation:Type=string

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -198,8 +197,8 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 		Spec: gpuhealv1.RemediationPolicySpec{
 			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{gpuhealv1.LabelNvidiaGPUPresent: "true"}},
 			UnhealthyConditions: []gpuhealv1.UnhealthyCondition{
-				{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, For: hold},
-				{Type: gpuhealv1.ConditionKernelReady, Status: corev1.ConditionFalse, For: hold},
+				{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, For: hold},
+				{Type: gpuhealv1.ConditionKernelReady, Status: metav1.ConditionFalse, For: hold},
 			},
 			MaxUnhealthy: &twenty,
 			MaxParallel:  &parallel,

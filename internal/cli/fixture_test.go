@@ -115,7 +115,7 @@ func fleetObjects(now time.Time) ([]*corev1.Node, []*gpuhealv1.NodeRemediation) 
 		rems = append(rems, &gpuhealv1.NodeRemediation{
 			ObjectMeta: metav1.ObjectMeta{Name: in.node + "-incident", CreationTimestamp: metav1.NewTime(start.Time)},
 			Spec: gpuhealv1.NodeRemediationSpec{NodeName: in.node, PolicyName: "default",
-				Trigger: gpuhealv1.Trigger{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, Reason: "NvidiaXID48Error", Since: metav1.NewTime(now)}},
+				Trigger: gpuhealv1.Trigger{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, Reason: "NvidiaXID48Error", Since: metav1.NewTime(now)}},
 			Status: gpuhealv1.NodeRemediationStatus{Phase: in.phase, Action: gpuhealv1.ActionReboot, Phases: []gpuhealv1.PhaseTransition{
 				{Phase: gpuhealv1.PhasePending, Time: start},
 				{Phase: in.phase, Time: metav1.NewMicroTime(start.Add(30 * time.Second)), Message: "evicting 2 pods"},

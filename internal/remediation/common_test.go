@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -46,7 +45,7 @@ func fastPolicy(name string) *v1alpha1.RemediationPolicy {
 		Spec: v1alpha1.RemediationPolicySpec{
 			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelNvidiaGPUPresent: "true"}},
 			UnhealthyConditions: []v1alpha1.UnhealthyCondition{
-				{Type: gpuCondition, Status: corev1.ConditionFalse, For: sec},
+				{Type: gpuCondition, Status: metav1.ConditionFalse, For: sec},
 			},
 			Escalation: v1alpha1.Escalation{
 				RebootsBeforeReplace: 2, Window: &metav1.Duration{Duration: time.Hour},

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -36,7 +37,7 @@ func triggerFrom(n *corev1.Node, c *corev1.NodeCondition) (v1alpha1.Trigger, err
 	action, err := recommendedAction(n, string(c.Type))
 	return v1alpha1.Trigger{
 		Type:              string(c.Type),
-		Status:            c.Status,
+		Status:            metav1.ConditionStatus(c.Status),
 		Reason:            c.Reason,
 		Message:           truncate(c.Message, 1024),
 		Since:             c.LastTransitionTime,

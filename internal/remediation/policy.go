@@ -18,9 +18,9 @@ import (
 // The defaults of RemediationPolicySpec, also written in the CRD schema; a
 // policy read from a cache that predates a default still gets it here.
 var defaultUnhealthyConditions = []v1alpha1.UnhealthyCondition{
-	{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, For: metav1.Duration{Duration: 2 * time.Minute}},
-	{Type: string(corev1.NodeReady), Status: corev1.ConditionFalse, For: metav1.Duration{Duration: 10 * time.Minute}},
-	{Type: string(corev1.NodeReady), Status: corev1.ConditionUnknown, For: metav1.Duration{Duration: 10 * time.Minute}},
+	{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: 2 * time.Minute}},
+	{Type: string(corev1.NodeReady), Status: metav1.ConditionFalse, For: metav1.Duration{Duration: 10 * time.Minute}},
+	{Type: string(corev1.NodeReady), Status: metav1.ConditionUnknown, For: metav1.Duration{Duration: 10 * time.Minute}},
 }
 
 // policy is a RemediationPolicy with its defaults filled in and its
@@ -105,7 +105,7 @@ func scaled(v intstr.IntOrString, total int, roundUp bool) int {
 // nil.
 func (p *policy) unhealthyNow(n *corev1.Node) *corev1.NodeCondition {
 	for _, uc := range p.Spec.UnhealthyConditions {
-		if c := findCondition(n, uc.Type); c != nil && c.Status == uc.Status {
+		if c := findCondition(n, uc.Type); c != nil && metav1.ConditionStatus(c.Status) == uc.Status {
 			return c
 		}
 	}
@@ -119,7 +119,7 @@ func (p *policy) unhealthyFor(n *corev1.Node, now time.Time) (*corev1.NodeCondit
 	var wait time.Duration
 	for _, uc := range p.Spec.UnhealthyConditions {
 		c := findCondition(n, uc.Type)
-		if c == nil || c.Status != uc.Status {
+		if c == nil || metav1.ConditionStatus(c.Status) != uc.Status {
 			continue
 		}
 		left := c.LastTransitionTime.Add(uc.For.Duration).Sub(now)

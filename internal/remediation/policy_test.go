@@ -76,7 +76,7 @@ func TestChooseAction(t *testing.T) {
 		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "replace"}, v1alpha1.ActionReplace},
 		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "restart-app"}, v1alpha1.ActionIgnore},
 		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "reset-gpu"}, v1alpha1.ActionReboot},
-		{v1alpha1.Trigger{Type: "Ready", Status: corev1.ConditionUnknown}, v1alpha1.ActionReboot},
+		{v1alpha1.Trigger{Type: "Ready", Status: metav1.ConditionUnknown}, v1alpha1.ActionReboot},
 	} {
 		if got := p.chooseAction(tc.trigger); got != tc.want {
 			t.Errorf("chooseAction(%+v) = %s, want %s", tc.trigger, got, tc.want)
@@ -129,7 +129,7 @@ func FuzzRecommendedAction(f *testing.F) {
 
 func TestIncidentNameIsStablePerTransition(t *testing.T) {
 	since := metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	t1 := v1alpha1.Trigger{Type: gpuCondition, Status: corev1.ConditionFalse, Since: since}
+	t1 := v1alpha1.Trigger{Type: gpuCondition, Status: metav1.ConditionFalse, Since: since}
 	a, b := incidentName("gpu-node-7", t1), incidentName("gpu-node-7", t1)
 	if a != b || !strings.HasPrefix(a, "gpu-node-7-") {
 		t.Fatalf("names %q and %q: want equal, prefixed by the node", a, b)

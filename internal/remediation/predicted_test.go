@@ -19,7 +19,7 @@ func TestPredictedFailureDrainsOnlyWhenThePolicyOptsIn(t *testing.T) {
 	e := newClockEnv(t)
 	e.policy("predicted", func(s *v1alpha1.RemediationPolicySpec) {
 		s.UnhealthyConditions = []v1alpha1.UnhealthyCondition{{Type: v1alpha1.ConditionGPUFailurePredicted,
-			Status: corev1.ConditionTrue, For: metav1.Duration{Duration: time.Minute}}}
+			Status: metav1.ConditionTrue, For: metav1.Duration{Duration: time.Minute}}}
 		s.Actions = []v1alpha1.ActionRule{{ConditionType: v1alpha1.ConditionGPUFailurePredicted, Action: v1alpha1.ActionCordonOnly}}
 	})
 	node := e.addNodes("predicted", 1)[0]

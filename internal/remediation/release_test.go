@@ -43,7 +43,7 @@ func TestReleaseHandsNodesBack(t *testing.T) {
 	incident := func(name, node string) *v1alpha1.NodeRemediation {
 		return &v1alpha1.NodeRemediation{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NodeRemediationSpec{
 			NodeName: node, PolicyName: "default",
-			Trigger: v1alpha1.Trigger{Type: gpuCondition, Status: corev1.ConditionFalse, Since: metav1.Now()},
+			Trigger: v1alpha1.Trigger{Type: gpuCondition, Status: metav1.ConditionFalse, Since: metav1.Now()},
 		}}
 	}
 	open, done := incident("nr-ours", ours), incident("nr-done", theirs)

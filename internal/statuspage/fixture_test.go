@@ -78,7 +78,7 @@ func incident(name, node string, detected, opened time.Time, action v1alpha1.Act
 	nr := &v1alpha1.NodeRemediation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(opened)},
 		Spec: v1alpha1.NodeRemediationSpec{NodeName: node, PolicyName: "default", Trigger: v1alpha1.Trigger{
-			Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
+			Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
 		}},
 		Status: v1alpha1.NodeRemediationStatus{Action: action},
 	}

@@ -143,7 +143,7 @@ func createIncident(ctx context.Context, t *testing.T, c client.Client, node str
 	nr := &v1alpha1.NodeRemediation{
 		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + hex.EncodeToString(sum[:4])},
 		Spec: v1alpha1.NodeRemediationSpec{NodeName: node, PolicyName: "default", Trigger: v1alpha1.Trigger{
-			Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
+			Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
 		}},
 	}
 	if node == "p5-0004" {

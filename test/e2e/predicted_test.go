@@ -43,7 +43,7 @@ func TestPredictedFailureDrainsEndToEnd(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "predicted"},
 		Spec: v1alpha1.RemediationPolicySpec{
 			UnhealthyConditions: []v1alpha1.UnhealthyCondition{
-				{Type: v1alpha1.ConditionGPUFailurePredicted, Status: corev1.ConditionTrue, For: metav1.Duration{Duration: time.Second}},
+				{Type: v1alpha1.ConditionGPUFailurePredicted, Status: metav1.ConditionTrue, For: metav1.Duration{Duration: time.Second}},
 			},
 			Actions:      []v1alpha1.ActionRule{{ConditionType: v1alpha1.ConditionGPUFailurePredicted, Action: v1alpha1.ActionCordonOnly}},
 			Provider:     "kwok",

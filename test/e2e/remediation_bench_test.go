@@ -115,7 +115,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	policy := &v1alpha1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
 		Spec: v1alpha1.RemediationPolicySpec{
-			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, For: metav1.Duration{Duration: minDuration}}},
+			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: minDuration}}},
 			MaxParallel:         &mp,
 			Provider:            "kwok",
 			RecoveryHold:        &metav1.Duration{Duration: 5 * time.Second},
