@@ -1,14 +1,14 @@
 package remediation
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -17,30 +17,23 @@ import (
 
 // The wire contract, controller side: every key the agent writes on its
 // Node and the controller reads is read through the v1alpha1 constant and
-// nothing else. agentWrittenNode is a Node as the agent writes it, built
-// from the constants alone; the agent's side is checked against the same
-// keys in its own package (a cross-side test can hand its Node to
-// controllerReads instead).
+// nothing else. The Node is the agent's own output: api/v1alpha1/testdata/
+// agent-node.json, which internal/agent/nodestatus's wire test checks its
+// real writers produce byte for byte. A key renamed on one side only fails
+// one of the two tests.
+const wireGolden = "../../api/v1alpha1/testdata/agent-node.json"
 
-// agentWrittenNode carries every agent-owned key.
+// agentWrittenNode is the Node the agent writes (conditions since t0-1h).
 func agentWrittenNode() *corev1.Node {
-	since := metav1.NewTime(t0.Add(-time.Hour))
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   "gpu-0000",
-			Labels: map[string]string{v1alpha1.LabelGPUHealthyCount: "7"},
-			Annotations: map[string]string{
-				v1alpha1.AnnotationRecommendedActions: `{"AcceleratedHardwareReady":"replace","KernelReady":"reboot","GPUFailurePredicted":"none"}`,
-				v1alpha1.AnnotationActiveWarnings:     "3",
-				v1alpha1.AnnotationFailureRisk:        "0.91",
-			},
-		},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
-			{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", LastTransitionTime: since},
-			{Type: v1alpha1.ConditionKernelReady, Status: corev1.ConditionFalse, Reason: "SoftLockup", LastTransitionTime: since},
-			{Type: v1alpha1.ConditionGPUFailurePredicted, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonGPUFailurePredicted, LastTransitionTime: since},
-		}},
+	data, err := os.ReadFile(wireGolden)
+	if err != nil {
+		panic(err) // the fixture is part of the repository
 	}
+	var n corev1.Node
+	if err := json.Unmarshal(data, &n); err != nil {
+		panic(fmt.Sprintf("%s: %v", wireGolden, err))
+	}
+	return &n
 }
 
 // controllerReads is, for each agent-owned key, what the controller makes
