@@ -162,8 +162,8 @@ const (
 
 // Condition types of a NodeRemediation (controller).
 const (
-	// ConditionAdmitted: False while the breaker, maxParallel, pause or a
-	// policy conflict holds the incident in Pending; the reason says which.
+	// ConditionAdmitted: False while the breaker, maxParallel or pause
+	// holds the incident in Pending; the reason says which.
 	ConditionAdmitted = "Admitted"
 	// ConditionDryRun: True when the policy is in dry run; the message is
 	// what would have been done.

@@ -47,7 +47,7 @@ as the status page's /status/api/fleet.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return runStatus(cmd.Context(), out, o, args)
+			return runStatus(cmd.Context(), out, cmd.ErrOrStderr(), o, args)
 		},
 	}
 	o.out = addPrinter(cmd)
@@ -71,7 +71,7 @@ func (o *statusOptions) validate() error {
 	return nil
 }
 
-func runStatus(ctx context.Context, out io.Writer, o *statusOptions, names []string) error {
+func runStatus(ctx context.Context, out, errOut io.Writer, o *statusOptions, names []string) error {
 	c, err := o.kube.client()
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func runStatus(ctx context.Context, out io.Writer, o *statusOptions, names []str
 		case <-tick.C:
 			if err := draw(); err != nil {
 				// A watch outlives API server hiccups; say so and go on.
-				fmt.Fprintf(out, "gpuheal status: %v (retrying)\n", err)
+				fmt.Fprintf(errOut, "gpuheal status: %v (retrying)\n", err)
 			}
 		}
 	}

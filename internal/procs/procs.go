@@ -81,7 +81,12 @@ func (c Command) Start() (*Process, error) {
 		}
 		logFile = f
 	}
-	var out io.Writer = logFile
+	// Not `out = logFile` when there is none: a nil *os.File in an
+	// io.Writer is not nil, and exec would close the child's stdout.
+	var out io.Writer
+	if logFile != nil {
+		out = logFile
+	}
 	if c.Output != nil {
 		p.tail = newTailBuffer(tailBytes)
 		ws := []io.Writer{c.Output, p.tail}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -68,6 +69,19 @@ type ControllerOptions struct {
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).
 	SkipNameValidation bool
+	// RetryLimiter, when set, makes each controller's rate limiter for
+	// failed reconciles; nil keeps controller-runtime's (per-item backoff
+	// from 5 ms to 1000 s). Tests that inject API errors bound it, so a
+	// retry comes within their deadline instead of minutes later.
+	RetryLimiter func() workqueue.TypedRateLimiter[reconcile.Request]
+}
+
+func (o ControllerOptions) controllerOptions() controller.Options {
+	co := controller.Options{MaxConcurrentReconciles: o.Workers, SkipNameValidation: &o.SkipNameValidation}
+	if o.RetryLimiter != nil {
+		co.RateLimiter = o.RetryLimiter()
+	}
+	return co
 }
 
 func (o ControllerOptions) withDefaults() ControllerOptions {
@@ -130,7 +144,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		Watches(&v1alpha1.RemediationPolicy{}, handler.EnqueueRequestsFromMapFunc(allNodes(c)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.NodeRemediation{}, handler.EnqueueRequestsFromMapFunc(nodeOfIncident)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, SkipNameValidation: &o.SkipNameValidation}).
+		WithOptions(o.controllerOptions()).
 		Complete(nodes)
 	if err != nil {
 		return fmt.Errorf("setting up node controller: %w", err)
@@ -141,7 +155,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		Named("noderemediation").
 		For(&v1alpha1.NodeRemediation{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(incidentsOfNode(c)), builder.WithPredicates(nodeHealthChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: o.Workers, SkipNameValidation: &o.SkipNameValidation}).
+		WithOptions(o.controllerOptions()).
 		Complete(rems)
 	if err != nil {
 		return fmt.Errorf("setting up remediation controller: %w", err)

@@ -38,6 +38,11 @@ type Conditions struct {
 	// healthy is the desired gpu-healthy-count label; labelled what the
 	// node shows (-1 before the first successful patch).
 	healthy, labelled int
+	// evaluated says the rules have spoken (Set was called): until then
+	// nothing is written, or a restarted agent would clear the advice, the
+	// healthy count and the warnings the node still shows for its old
+	// conditions.
+	evaluated bool
 	// advised is the recommended-actions annotation the node shows (JSON,
 	// "" for none), valid once advisedKnown.
 	advised      string
@@ -71,6 +76,7 @@ func (p *Conditions) Set(conds []analyzer.ConditionStatus, healthyGPUs, warnings
 	p.desired = conds
 	p.healthy = healthyGPUs
 	p.warnings = warnings
+	p.evaluated = true
 	p.mu.Unlock()
 	poke(p.wake)
 }
@@ -100,9 +106,17 @@ func (p *Conditions) Run(ctx context.Context) {
 // trails it turning healthy, so that whoever sees an unhealthy condition
 // finds its advice: the metadata patch with the advice of both the old
 // and the new conditions comes first, the conditions next, and the advice
-// of the new conditions alone last, when it differs.
+// of the new conditions alone last, when it differs. A failed metadata
+// patch does not hold the conditions back (a policy that refused the
+// labels must not hide a sick GPU): they are written, and the advice is
+// retried; repair controllers wait a condition's For duration, far longer
+// than the retry.
 func (p *Conditions) sync(ctx context.Context) error {
 	p.mu.Lock()
+	if !p.evaluated {
+		p.mu.Unlock()
+		return nil
+	}
 	wanted := p.wanted()
 	var changed []analyzer.ConditionStatus
 	for _, c := range wanted {
@@ -115,9 +129,7 @@ func (p *Conditions) sync(ctx context.Context) error {
 	p.mu.Unlock()
 
 	advice := recommendedActions(wanted)
-	if err := p.patchMetadata(ctx, healthy, warnings, mergeAdvice(recommendedActions(shown), advice)); err != nil {
-		return err
-	}
+	metaErr := p.patchMetadata(ctx, healthy, warnings, mergeAdvice(recommendedActions(shown), advice))
 	if len(changed) > 0 {
 		if err := p.readCarried(ctx); err != nil {
 			return err
@@ -130,6 +142,9 @@ func (p *Conditions) sync(ctx context.Context) error {
 			p.published[c.Type] = c
 		}
 		p.mu.Unlock()
+	}
+	if metaErr != nil {
+		return metaErr
 	}
 	return p.patchMetadata(ctx, healthy, warnings, advice)
 }

@@ -158,24 +158,38 @@ func TestConditionsAdviceLeadsAndTrailsTheCondition(t *testing.T) {
 	}
 }
 
-// A failed metadata patch stops the sync before the conditions: the
-// condition never turns unhealthy on the node without its advice.
-func TestConditionsWriteNoConditionWithoutItsAdvice(t *testing.T) {
+// A failed metadata patch does not hold the conditions back: the node
+// shows the sick GPU at once, the sync reports the error, and the retry
+// adds the advice.
+func TestConditionsAreNotHeldBackByAFailingMetadataPatch(t *testing.T) {
 	p, api, clk := newTestConditions(t)
 	p.Set([]analyzer.ConditionStatus{hardware(analyzer.StatusFalse, clk.Now())}, 7, 0)
 	api.FailNext(1)
 	if err := p.sync(context.Background()); err == nil {
-		t.Fatal("sync succeeded through a failing API server")
+		t.Fatal("sync reported no error although the metadata patch failed")
 	}
-	if _, ok := api.Condition(v1alpha1.ConditionAcceleratedHardwareReady); ok {
-		t.Fatal("condition written although its advice was not")
+	if st, _ := transition(t, api); st != analyzer.StatusFalse {
+		t.Fatalf("condition %s after the failed metadata patch, want False", st)
 	}
 	mustSync(t, p)
-	if st, _ := transition(t, api); st != analyzer.StatusFalse {
-		t.Fatalf("after the retry: %s, want False", st)
+	if v, _ := api.Annotation(v1alpha1.AnnotationRecommendedActions); v != `{"AcceleratedHardwareReady":"replace"}` {
+		t.Fatalf("advice %q after the retry", v)
+	}
+}
+
+// Until the rules have spoken nothing is written: a restarted agent leaves
+// the advice, count and warnings of the conditions the node still shows.
+func TestConditionsWriteNothingBeforeTheRulesSpeak(t *testing.T) {
+	p, api, clk := newTestConditions(t)
+	api.SetAnnotation(v1alpha1.AnnotationRecommendedActions, `{"AcceleratedHardwareReady":"replace"}`)
+	p.SetExtra(analyzer.ConditionStatus{Type: v1alpha1.ConditionGPUFailurePredicted, Status: analyzer.StatusFalse,
+		Reason: v1alpha1.ReasonPredictorOff, LastTransitionTime: clk.Now()})
+	mustSync(t, p)
+	if n := len(writes(t, api.Requests())); n != 0 {
+		t.Fatalf("%d writes before the first evaluation, want none", n)
 	}
 	if v, _ := api.Annotation(v1alpha1.AnnotationRecommendedActions); v != `{"AcceleratedHardwareReady":"replace"}` {
-		t.Fatalf("advice %q", v)
+		t.Fatalf("advice %q, want the one the node showed", v)
 	}
 }
 
