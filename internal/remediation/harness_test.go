@@ -16,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
@@ -118,11 +116,6 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 		ScoreEvery:         200 * time.Millisecond,
 		Self:               cfg.self,
 		SkipNameValidation: true,
-		// Injected API errors are retried within 200 ms, not after
-		// controller-runtime's backoff has grown to minutes.
-		RetryLimiter: func() workqueue.TypedRateLimiter[reconcile.Request] {
-			return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 200*time.Millisecond)
-		},
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -69,19 +68,10 @@ type ControllerOptions struct {
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).
 	SkipNameValidation bool
-	// RetryLimiter, when set, makes each controller's rate limiter for
-	// failed reconciles; nil keeps controller-runtime's (per-item backoff
-	// from 5 ms to 1000 s). Tests that inject API errors bound it, so a
-	// retry comes within their deadline instead of minutes later.
-	RetryLimiter func() workqueue.TypedRateLimiter[reconcile.Request]
 }
 
 func (o ControllerOptions) controllerOptions() controller.Options {
-	co := controller.Options{MaxConcurrentReconciles: o.Workers, SkipNameValidation: &o.SkipNameValidation}
-	if o.RetryLimiter != nil {
-		co.RateLimiter = o.RetryLimiter()
-	}
-	return co
+	return controller.Options{MaxConcurrentReconciles: o.Workers, SkipNameValidation: &o.SkipNameValidation}
 }
 
 func (o ControllerOptions) withDefaults() ControllerOptions {

@@ -8,12 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/procs"
 )
-
-// FakeNodeAnnotation marks the nodes kwok manages; real nodes in a mixed
-// cluster are left alone.
-const FakeNodeAnnotation = "kwok.x-k8s.io/node"
 
 // stopGrace is how long a control-plane child has to end after SIGTERM
 // before it is killed.
@@ -29,7 +26,7 @@ func startKwok(ctx context.Context, binDir, kubeconfig, workDir string, out io.W
 		"--kubeconfig="+kubeconfig,
 		"--config="+filepath.Join(binDir, KwokStagesFile),
 		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
+		"--manage-nodes-with-annotation-selector="+v1alpha1.AnnotationKwokManaged+"="+v1alpha1.KwokManagedValue,
 		// Fake pod IPs only; a /16 leaves room for soak-sized fleets.
 		"--cidr=10.0.0.0/16",
 		"--node-ip=10.0.0.1",

@@ -17,14 +17,8 @@ import (
 	"github.com/gpuheal/gpuheal/internal/poll"
 )
 
-// Labels of a GPU node as NVIDIA's GPU feature discovery and EKS set them;
-// the agent's DaemonSet selects on GPUPresentLabel.
-const (
-	GPUPresentLabel = v1alpha1.LabelNvidiaGPUPresent
-	GPUCountLabel   = "nvidia.com/gpu.count"
-	GPUProductLabel = "nvidia.com/gpu.product"
-	GPUResource     = corev1.ResourceName("nvidia.com/gpu")
-)
+// GPUResource is the extended resource NVIDIA's device plugin advertises.
+const GPUResource = corev1.ResourceName(v1alpha1.ResourceNvidiaGPU)
 
 var zones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
 
@@ -44,15 +38,15 @@ func GPUNode(name string) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Annotations: map[string]string{FakeNodeAnnotation: "fake"},
+			Annotations: map[string]string{v1alpha1.AnnotationKwokManaged: v1alpha1.KwokManagedValue},
 			Labels: map[string]string{
 				"kubernetes.io/hostname":           name,
 				"kubernetes.io/os":                 "linux",
 				"kubernetes.io/arch":               "amd64",
 				"type":                             "kwok",
-				GPUPresentLabel:                    "true",
-				GPUCountLabel:                      "8",
-				GPUProductLabel:                    "NVIDIA-H100-80GB-HBM3",
+				v1alpha1.LabelNvidiaGPUPresent:     "true",
+				v1alpha1.LabelNvidiaGPUCount:       "8",
+				v1alpha1.LabelNvidiaGPUProduct:     "NVIDIA-H100-80GB-HBM3",
 				"node.kubernetes.io/instance-type": "p5.48xlarge",
 				"topology.kubernetes.io/region":    "us-east-1",
 				"topology.kubernetes.io/zone":      zone,

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -17,12 +18,12 @@ func TestGPUNodeIsStableAndWellFormed(t *testing.T) {
 	if !strings.HasPrefix(a.Spec.ProviderID, "aws:///"+zone+"/i-0") || len(a.Spec.ProviderID) != len("aws:///"+zone+"/i-0")+16 {
 		t.Errorf("providerID %q does not match zone %s or instance id form", a.Spec.ProviderID, zone)
 	}
-	for k, v := range map[string]string{testenv.GPUPresentLabel: "true", testenv.GPUCountLabel: "8", testenv.GPUProductLabel: "NVIDIA-H100-80GB-HBM3", "node.kubernetes.io/instance-type": "p5.48xlarge"} {
+	for k, v := range map[string]string{v1alpha1.LabelNvidiaGPUPresent: "true", v1alpha1.LabelNvidiaGPUCount: "8", v1alpha1.LabelNvidiaGPUProduct: "NVIDIA-H100-80GB-HBM3", "node.kubernetes.io/instance-type": "p5.48xlarge"} {
 		if a.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, a.Labels[k], v)
 		}
 	}
-	if a.Annotations[testenv.FakeNodeAnnotation] != "fake" {
+	if a.Annotations[v1alpha1.AnnotationKwokManaged] != v1alpha1.KwokManagedValue {
 		t.Error("node is not marked for kwok")
 	}
 }

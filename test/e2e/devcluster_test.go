@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/procs"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
@@ -53,7 +54,7 @@ func TestDevClusterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes, client.MatchingLabels{testenv.GPUPresentLabel: "true"}); err != nil {
+	if err := c.List(ctx, &nodes, client.MatchingLabels{v1alpha1.LabelNvidiaGPUPresent: "true"}); err != nil {
 		t.Fatal(err)
 	}
 	ready := 0

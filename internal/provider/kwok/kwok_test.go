@@ -155,7 +155,7 @@ func testReplace(t *testing.T, c client.Client, opts Options) {
 		t.Errorf("replacement Ready=%v booting=%v at once; want a boot first", testenv.NodeReady(repl), booting(repl))
 	}
 	for k, v := range map[string]string{
-		testenv.GPUProductLabel: "NVIDIA-H100-80GB-HBM3", testenv.GPUCountLabel: "8",
+		v1alpha1.LabelNvidiaGPUProduct: "NVIDIA-H100-80GB-HBM3", v1alpha1.LabelNvidiaGPUCount: "8",
 		"topology.kubernetes.io/zone": old.Labels["topology.kubernetes.io/zone"], corev1.LabelHostname: want,
 	} {
 		if repl.Labels[k] != v {
