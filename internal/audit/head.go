@@ -91,7 +91,12 @@ func OpenHead(msg []byte, v note.Verifier) (TreeHead, error) {
 	n, err := note.Open(msg, note.VerifierList(v))
 	var unknown *note.UnknownVerifierError
 	var invalid *note.InvalidSignatureError
+	var unverified *note.UnverifiedNoteError
 	switch {
+	case errors.As(err, &unverified) && len(unverified.Note.UnverifiedSigs) > 0:
+		s := unverified.Note.UnverifiedSigs[0]
+		return TreeHead{}, fmt.Errorf("signed audit tree head: signed by %s+%08x, not by the key given (%s+%08x)",
+			s.Name, s.Hash, v.Name(), v.KeyHash())
 	case errors.As(err, &unknown):
 		return TreeHead{}, fmt.Errorf("signed audit tree head: signed by %s+%08x, not by the key given (%s+%08x)",
 			unknown.Name, unknown.KeyHash, v.Name(), v.KeyHash())

@@ -157,7 +157,7 @@ func (t *Tree) CheckHead(h TreeHead) error {
 	case n == 0:
 		return fmt.Errorf("the log holds no records but %s: the store was wiped or replaced", signed)
 	case n < h.Size:
-		return fmt.Errorf("the log holds %d records but %s: records %d..%d were cut from its end (truncated)", n, signed, n+1, h.Size)
+		return fmt.Errorf("the log holds %d records but %s: %d records were removed (cut from its end, or dropped and the rest renumbered)", n, signed, h.Size-n)
 	}
 	got, err := t.Head(h.Size)
 	if err != nil {
