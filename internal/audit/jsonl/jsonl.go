@@ -146,24 +146,3 @@ func Verify(r io.Reader) (audit.Report, error) {
 	return v.Finish(nil), nil
 }
 
-// ReadTree reads JSON lines (an export, a file) into a Merkle tree. The
-// first line that does not parse or does not continue the chain is an
-// error naming the line; the tree is returned with the records before it.
-func ReadTree(r io.Reader) (*audit.Tree, error) {
-	t := &audit.Tree{}
-	var bad error
-	err := Scan(r, func(line int, rec audit.Record, err error) bool {
-		if err == nil {
-			err = t.Add(&rec)
-		}
-		if err != nil {
-			bad = fmt.Errorf("line %d: %w", line, err)
-			return false
-		}
-		return true
-	})
-	if err == nil {
-		err = bad
-	}
-	return t, err
-}
