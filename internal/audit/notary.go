@@ -77,10 +77,21 @@ func NewNotary(ctx context.Context, src Tailer, o NotaryOptions) (*Notary, error
 		}
 	}
 	if err := n.Sync(ctx); err != nil {
-		return nil, err
+		var pe *PublishError
+		if !errors.As(err, &pe) {
+			return nil, err
+		}
+		o.Logger.Error(err, "Publishing the first audit tree head; retrying after the next write")
 	}
 	return n, nil
 }
+
+// PublishError is a head a publisher refused or failed to take; the tree
+// itself is good, and the next Sync publishes again.
+type PublishError struct{ Err error }
+
+func (e *PublishError) Error() string { return e.Err.Error() }
+func (e *PublishError) Unwrap() error { return e.Err }
 
 // Tree is the notary's tree (for the audit API and tests).
 func (n *Notary) Tree() *Tree { return n.tree }
@@ -123,7 +134,7 @@ func (n *Notary) Sync(ctx context.Context) error {
 		if perr := p.PublishHead(ctx, signed, head, n.tree); perr != nil {
 			n.pubErrors.Inc()
 			ok = false
-			err = errors.Join(err, fmt.Errorf("publishing audit tree head at size %d: %w", size, perr))
+			err = errors.Join(err, &PublishError{Err: fmt.Errorf("publishing audit tree head at size %d: %w", size, perr)})
 		}
 	}
 	if ok {
