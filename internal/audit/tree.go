@@ -120,12 +120,12 @@ func (t *Tree) ProveRecord(seq uint64, n int64) (tlog.RecordProof, error) {
 }
 
 // CheckTree verifies that old is a prefix of new by proof p.
-func CheckTree(p tlog.TreeProof, old, new TreeHead) error {
+func CheckTree(p tlog.TreeProof, old, cur TreeHead) error {
 	if old.Size == 0 {
 		return nil // the empty tree is a prefix of every tree
 	}
-	if err := tlog.CheckTree(p, new.Size, new.Hash, old.Size, old.Hash); err != nil {
-		return fmt.Errorf("tree of size %d is not a prefix of tree of size %d: %w", old.Size, new.Size, err)
+	if err := tlog.CheckTree(p, cur.Size, cur.Hash, old.Size, old.Hash); err != nil {
+		return fmt.Errorf("tree of size %d is not a prefix of tree of size %d: %w", old.Size, cur.Size, err)
 	}
 	return nil
 }

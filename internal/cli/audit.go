@@ -278,7 +278,7 @@ func readSinceHead(stdin io.Reader, path, key string) ([]byte, note.Verifier, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("--key: %w", err)
 	}
-	var r io.Reader = stdin
+	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {

@@ -3,8 +3,8 @@ package remediation
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync/atomic"

@@ -145,4 +145,3 @@ func Verify(r io.Reader) (audit.Report, error) {
 	}
 	return v.Finish(nil), nil
 }
-
