@@ -237,3 +237,18 @@ const (
 	EventReasonBadRecommendation = "BadRecommendedActions"
 	EventReasonRemediationPrefix = "Remediation"
 )
+
+// Audit log (verifiable, signed tree heads).
+const (
+	// AuditHeadConfigMap is the ConfigMap, in the controller's namespace,
+	// where the controller publishes each signed audit tree head; its
+	// AuditHeadKey holds the signed note, AuditVerifierKeyKey the public key
+	// (for reading only: verify with a key kept elsewhere).
+	AuditHeadConfigMap  = "gpuheal-audit-head"
+	AuditHeadKey        = "head"
+	AuditVerifierKeyKey = "verifier-key"
+	// AuditSigningKeySecret holds the signing key, in keys
+	// AuditSignerKeyKey (secret) and AuditVerifierKeyKey (public).
+	AuditSigningKeySecret = "gpuheal-audit-signing-key"
+	AuditSignerKeyKey     = "signer-key"
+)

@@ -64,6 +64,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&a.JSONLPath, "audit-jsonl-path", "-", "jsonl audit file, or - for stdout")
 	fs.StringVar(&a.DynamoDBTable, "audit-dynamodb-table", "", "dynamodb audit table (docs/audit.md)")
 	fs.StringVar(&a.DynamoDBEndpoint, "audit-dynamodb-endpoint", "", "dynamodb endpoint URL (default: the region's)")
+	fs.StringVar(&a.SigningKeyDir, "audit-signing-key-dir", "", "directory of the mounted audit signing key Secret (signer-key, verifier-key); empty: tree heads are not signed")
 	fs.IntVar(&a.Buffer, "audit-buffer", 10000, "audit records kept in memory while the store fails; beyond, losses are counted")
 	o.run.Score = score.DefaultConfig()
 	sc := &o.run.Score

@@ -34,6 +34,9 @@ type BufferOptions struct {
 	Registerer prometheus.Registerer
 	// Logger reports store errors and every dropped record.
 	Logger logr.Logger
+	// AfterWrite runs in the writer loop after each batch the store took
+	// (Notary.Sync); its error is logged, and it runs again after the next.
+	AfterWrite func(context.Context) error
 }
 
 func (o *BufferOptions) defaults() {
@@ -217,6 +220,7 @@ func (b *Buffered) Close() error {
 		lastErr = ctx.Err()
 	}
 	b.drop(lost, fmt.Sprintf("closing while the store fails: %v", lastErr))
+	b.afterWrite() // sign what the last attempt wrote
 	err := b.sink.Close()
 	if len(lost) > 0 {
 		err = errors.Join(fmt.Errorf("%d audit records dropped at close: %w", len(lost), lastErr), err)
@@ -238,6 +242,7 @@ func (b *Buffered) loop() {
 			err := b.writeBatch(ctx)
 			cancel()
 			if err == nil {
+				b.afterWrite()
 				backoff = b.o.MinBackoff
 				continue
 			}
@@ -280,6 +285,17 @@ func (b *Buffered) writeBatch(ctx context.Context) error {
 	b.mu.Unlock()
 	b.m.written.Add(float64(n))
 	return nil
+}
+
+func (b *Buffered) afterWrite() {
+	if b.o.AfterWrite == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.o.WriteTimeout)
+	defer cancel()
+	if err := b.o.AfterWrite(ctx); err != nil {
+		b.o.Logger.Error(err, "After writing audit records")
+	}
 }
 
 type bufferMetrics struct {

@@ -10,6 +10,11 @@
 // by Record.Key: a controller that repeats a step after a crash repeats the
 // Key, and the store keeps the first record.
 //
+// Over the chain sits an RFC 6962 Merkle tree (Tree, leaves from each
+// record's Hash) whose heads a Notary signs (note, ed25519) and hands to
+// Publishers outside the store; VerifySince checks a log against a head
+// signed earlier, which a writer who recomputes the chain cannot forge.
+//
 // Backends live in subpackages: sqlite (a file on a volume), dynamo
 // (DynamoDB) and jsonl (JSON lines for log shippers). Buffered sits in front
 // of any of them so that a failing store never blocks remediation.

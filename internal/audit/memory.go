@@ -111,3 +111,15 @@ func (m *Memory) Export(_ context.Context, w io.Writer) error {
 
 // Close implements Sink.
 func (m *Memory) Close() error { return nil }
+
+// Since implements Tailer.
+func (m *Memory) Since(_ context.Context, after uint64, fn func(*Record) error) error {
+	for _, r := range m.Records() {
+		if r.Seq > after {
+			if err := fn(&r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

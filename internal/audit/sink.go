@@ -120,3 +120,10 @@ func sanitize(r *Record) {
 		}
 	}
 }
+
+// Tailer reads the records after a Seq, oldest first; the Notary uses it
+// to extend its tree after each write. fn returning an error stops the
+// read with that error.
+type Tailer interface {
+	Since(ctx context.Context, after uint64, fn func(*Record) error) error
+}

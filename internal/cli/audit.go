@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/audit/jsonl"
@@ -140,7 +142,7 @@ func newAuditCommand(out io.Writer, k *cluster) *cobra.Command {
 		Use:   "audit",
 		Short: "Verify or export the controller's audit log",
 	}
-	cmd.AddCommand(newAuditVerifyCommand(out, k), newAuditExportCommand(out, k))
+	cmd.AddCommand(newAuditVerifyCommand(out, k), newAuditExportCommand(out, k), newAuditKeygenCommand(out))
 	return cmd
 }
 
@@ -151,6 +153,16 @@ type verifyReport struct {
 	HeadSeq  uint64       `json:"headSeq"`
 	HeadHash string       `json:"headHash"`
 	FirstBad *verifyBreak `json:"firstBad,omitempty"`
+	// SinceHead is set with --since-head: the signed head checked and the
+	// log's tree head now, or why the log does not extend it.
+	SinceHead *sinceHeadReport `json:"sinceHead,omitempty"`
+}
+
+type sinceHeadReport struct {
+	OK       bool   `json:"ok"`
+	TreeSize int64  `json:"treeSize,omitempty"`
+	TreeHash string `json:"treeHash,omitempty"`
+	Problem  string `json:"problem,omitempty"`
 }
 
 type verifyBreak struct {
@@ -170,8 +182,9 @@ func verifyReportOf(rep audit.Report) verifyReport {
 func newAuditVerifyCommand(out io.Writer, k *cluster) *cobra.Command {
 	o := &auditSourceOptions{kube: k}
 	var p *printer
+	var sinceHead, key string
 	cmd := &cobra.Command{
-		Use:   "verify [-o table|json|yaml]",
+		Use:   "verify [--since-head FILE|- --key KEY] [-o table|json|yaml]",
 		Short: "Check the audit log's hash chain: no record removed, reordered or edited",
 		Long: `Walks the audit log's hash chain and prints OK with the record count and the
 head (keep a copy of the head elsewhere: a rewritten chain has another), or the
@@ -180,7 +193,14 @@ first bad record with its seq, key and what is wrong with it.
 By default it asks the controller, through the API server's service proxy;
 --controller-url, --audit-db or --audit-jsonl read elsewhere.
 
-Exit status: 0 the chain holds, 2 it is broken, 4 the log could not be read.`,
+With --since-head (a signed tree head saved earlier, for example from the
+gpuheal-audit-head ConfigMap) and --key (the verifier key), it also rebuilds
+the Merkle tree from every record and fails unless the log extends that
+head: records cut from the end, a record rewritten (even with the chain
+recomputed), first records dropped, or a wiped store.
+
+Exit status: 0 the log holds, 2 it is broken or does not extend the head,
+4 the log or the head could not be read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.resolve(cmd)
@@ -189,18 +209,45 @@ Exit status: 0 the chain holds, 2 it is broken, 4 the log could not be read.`,
 				return &ExitError{Code: exitUnreadable, Err: err}
 			}
 			defer closeFn()
+			var signed []byte
+			var verifier note.Verifier
+			if sinceHead != "" {
+				if signed, verifier, err = readSinceHead(cmd.InOrStdin(), sinceHead, key); err != nil {
+					return &ExitError{Code: exitUnreadable, Err: err}
+				}
+			}
 			rep, err := r.Verify(cmd.Context())
 			if err != nil {
 				return &ExitError{Code: exitUnreadable, Err: err}
 			}
-			err = p.print(out, verifyReportOf(rep), func(w io.Writer, _ bool) error {
+			vr := verifyReportOf(rep)
+			if signed != nil {
+				head, err := audit.VerifySince(cmd.Context(), r, signed, verifier)
+				var since *audit.SinceHeadError
+				switch {
+				case errors.As(err, &since):
+					vr.SinceHead = &sinceHeadReport{Problem: err.Error()}
+				case err != nil:
+					return &ExitError{Code: exitUnreadable, Err: err}
+				default:
+					vr.SinceHead = &sinceHeadReport{OK: true, TreeSize: head.Size, TreeHash: head.Hash.String()}
+				}
+			}
+			err = p.print(out, vr, func(w io.Writer, _ bool) error {
 				_, err := fmt.Fprintln(w, rep.String())
+				if sh := vr.SinceHead; err == nil && sh != nil {
+					if sh.OK {
+						_, err = fmt.Fprintf(w, "OK: the log extends the signed head; tree size %d hash %s\n", sh.TreeSize, sh.TreeHash)
+					} else {
+						_, err = fmt.Fprintf(w, "NOT APPEND-ONLY: %s\n", sh.Problem)
+					}
+				}
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			if !rep.OK {
+			if !rep.OK || (vr.SinceHead != nil && !vr.SinceHead.OK) {
 				return &ExitError{Code: exitChainBroken, Err: errSilent}
 			}
 			return nil
@@ -208,6 +255,75 @@ Exit status: 0 the chain holds, 2 it is broken, 4 the log could not be read.`,
 	}
 	p = addPrinter(cmd, outTable, outJSON, outYAML)
 	o.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&sinceHead, "since-head", "", "a signed tree head saved earlier (a file, or - for stdin): fail unless the log extends it")
+	cmd.Flags().StringVar(&key, "key", os.Getenv("GPUHEAL_AUDIT_KEY"), "the audit verifier key (public), or a file holding it; needed with --since-head")
+	return cmd
+}
+
+// readSinceHead reads the signed head from path (- for stdin) and the
+// verifier key, which is the key itself or a file holding it.
+func readSinceHead(stdin io.Reader, path, key string) ([]byte, note.Verifier, error) {
+	if key == "" {
+		return nil, nil, errors.New("--since-head needs --key (or $GPUHEAL_AUDIT_KEY): the verifier key printed by gpuheal audit keygen; " +
+			"take it from your own copy, not from the cluster whose log you check")
+	}
+	if !strings.Contains(key, "+") {
+		b, err := os.ReadFile(key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--key: %w", err)
+		}
+		key = string(b)
+	}
+	v, err := audit.NewVerifier(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--key: %w", err)
+	}
+	r := stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--since-head: %w", err)
+		}
+		defer func() { _ = f.Close() }()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--since-head %s: %w", path, err)
+	}
+	return b, v, nil
+}
+
+func newAuditKeygenCommand(out io.Writer) *cobra.Command {
+	var secret, namespace string
+	cmd := &cobra.Command{
+		Use:   "keygen [--secret NAME] [-n NAMESPACE]",
+		Short: "Make the ed25519 key that signs the audit log's tree heads, as a Secret manifest",
+		Long: `Prints a Secret holding a new signing key (signer-key) and its public half
+(verifier-key). Apply it before installing the chart (kubectl apply -f), and
+keep the verifier key elsewhere too: gpuheal audit verify --since-head needs it.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			skey, vkey, err := audit.GenerateKey()
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(out, `# verifier key (public; keep a copy outside the cluster): %s
+apiVersion: v1
+kind: Secret
+metadata:
+  name: %s
+  namespace: %s
+type: Opaque
+stringData:
+  signer-key: %s
+  verifier-key: %s
+`, vkey, secret, namespace, skey, vkey)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&secret, "secret", "gpuheal-audit-signing-key", "name of the Secret")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", auditapi.DefaultNamespace, "namespace of the Secret")
 	return cmd
 }
 

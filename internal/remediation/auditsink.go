@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -29,6 +30,9 @@ type AuditOptions struct {
 	DynamoDBTable, DynamoDBEndpoint string
 	// Buffer bounds the records kept in memory while the store fails.
 	Buffer int
+	// SigningKeyDir holds the mounted signing key Secret (signer-key,
+	// verifier-key); "" or an empty directory signs no tree heads.
+	SigningKeyDir string
 }
 
 // openedAudit is the sink the reconcilers write to (buffered, so a failing
@@ -38,6 +42,10 @@ type openedAudit struct {
 	sink   audit.Sink
 	reader audit.Reader
 	close  func() error
+	// tailer is the store's record feed for the Notary (nil for stdout
+	// and none); notary is set once this replica leads.
+	tailer audit.Tailer
+	notary *atomic.Pointer[audit.Notary]
 }
 
 // openAudit opens the configured store. A store that exists but is not ours
@@ -46,6 +54,7 @@ type openedAudit struct {
 func openAudit(ctx context.Context, o AuditOptions, log logr.Logger) (*openedAudit, error) {
 	var store audit.Sink
 	var reader audit.Reader
+	var tailer audit.Tailer
 	switch o.Sink {
 	case "none":
 		return &openedAudit{close: func() error { return nil }}, nil
@@ -54,7 +63,7 @@ func openAudit(ctx context.Context, o AuditOptions, log logr.Logger) (*openedAud
 		if err != nil {
 			return nil, err
 		}
-		store, reader = s, s
+		store, reader, tailer = s, s, s
 	case "jsonl":
 		if o.JSONLPath == "-" || o.JSONLPath == "" {
 			store = jsonl.NewWriter(os.Stdout, jsonl.Options{})
@@ -64,21 +73,24 @@ func openAudit(ctx context.Context, o AuditOptions, log logr.Logger) (*openedAud
 		if err != nil {
 			return nil, err
 		}
-		store, reader = f, f
+		store, reader, tailer = f, f, f
 	case "dynamodb":
 		s, err := openDynamo(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		store, reader = s, s
+		store, reader, tailer = s, s, s
 	default:
 		return nil, fmt.Errorf("--audit-sink %q: want sqlite, jsonl, dynamodb or none", o.Sink)
 	}
-	buf, err := audit.NewBuffered(store, audit.BufferOptions{Limit: o.Buffer, Registerer: metrics.Registry, Logger: log})
+	notary := &atomic.Pointer[audit.Notary]{}
+	buf, err := audit.NewBuffered(store, audit.BufferOptions{Limit: o.Buffer, Registerer: metrics.Registry, Logger: log,
+		AfterWrite: syncNotary(notary)})
 	if err != nil {
 		return nil, errors.Join(err, store.Close())
 	}
-	return &openedAudit{sink: buf, reader: reader, close: buf.Close}, nil // closes the store too
+	// buf.Close closes the store too.
+	return &openedAudit{sink: buf, reader: reader, close: buf.Close, tailer: tailer, notary: notary}, nil
 }
 
 // openDynamo uses the default AWS credential chain (IRSA, Pod Identity,

@@ -138,6 +138,9 @@ func Run(ctx context.Context, o RunOptions) error {
 			return err
 		}
 	}
+	if err := addNotary(mgr, aud, o.Audit.SigningKeyDir, o.Controllers.Self.Namespace, log); err != nil {
+		return err
+	}
 	set, err := NewProviders(ctx, mgr, o.Providers)
 	if err != nil {
 		return err

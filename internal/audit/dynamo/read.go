@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -77,56 +78,67 @@ func (s *Store) Query(ctx context.Context, f audit.Filter) ([]audit.Record, erro
 	return out, nil
 }
 
-// chain queries the records up to the committed head, oldest first.
-func (s *Store) chain(ctx context.Context, fn func(*audit.Record) bool) (head, error) {
-	h, err := s.readHead(ctx)
-	if err != nil {
-		return h, err
-	}
+// Since implements audit.Tailer: the records after seq after, in order.
+func (s *Store) Since(ctx context.Context, after uint64, fn func(*audit.Record) error) error {
 	in := &dynamodb.QueryInput{
-		TableName: aws.String(s.table),
-		// A record past the head is pending, not yet part of the chain.
-		KeyConditionExpression: aws.String("pk = :pk AND sk <= :head"),
+		TableName:              aws.String(s.table),
+		KeyConditionExpression: aws.String("pk = :pk AND sk > :after"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(pkRec), ":head": num(h.Seq),
+			":pk": str(pkRec), ":after": num(after),
 		},
 		ConsistentRead: aws.Bool(true),
 	}
-	err = s.pages(ctx, in, func(its []item) bool {
+	var ferr error
+	err := s.pages(ctx, in, func(its []item) bool {
 		for i := range its {
 			r := its[i].record()
-			if !fn(&r) {
+			if ferr = fn(&r); ferr != nil {
 				return false
 			}
 		}
 		return true
 	})
-	return h, err
+	if err == nil {
+		err = ferr
+	}
+	if err != nil {
+		return fmt.Errorf("reading audit table %s after seq %d: %w", s.table, after, err)
+	}
+	return nil
 }
 
-// Verify walks the records up to the head in Seq order and checks the
-// chain and the head.
+// Verify walks every record in Seq order and checks the chain. A table
+// carried over from the hash chain also still has its legacy head item:
+// the records must reach at least that far.
 func (s *Store) Verify(ctx context.Context) (audit.Report, error) {
 	var v audit.Verifier
-	h, err := s.chain(ctx, v.Add)
+	err := s.Since(ctx, 0, func(r *audit.Record) error {
+		if !v.Add(r) {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return audit.Report{}, fmt.Errorf("verifying audit table %s: %w", s.table, err)
+	}
+	rep := v.Finish(nil)
+	h, err := s.readLegacyHead(ctx)
 	if err != nil {
 		return audit.Report{}, fmt.Errorf("verifying audit table %s: %w", s.table, err)
 	}
-	return v.Finish(&audit.Head{Seq: h.Seq, Hash: h.Hash}), nil
+	if rep.OK && h.Seq > rep.Head.Seq {
+		return v.Finish(&audit.Head{Seq: h.Seq, Hash: h.Hash}), nil
+	}
+	return rep, nil
 }
+
+var errStop = errors.New("stop")
 
 // Export writes the chain as JSON lines, oldest first.
 func (s *Store) Export(ctx context.Context, w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	lw := audit.NewLineWriter(bw)
-	var werr error
-	_, err := s.chain(ctx, func(r *audit.Record) bool {
-		werr = lw.Write(r)
-		return werr == nil
-	})
-	if err == nil {
-		err = werr
-	}
+	err := s.Since(ctx, 0, lw.Write)
 	if err != nil {
 		return fmt.Errorf("exporting audit table %s: %w", s.table, err)
 	}

@@ -1,17 +1,14 @@
 // Package dynamo is the audit store in a DynamoDB table.
 //
-// DynamoDB has no multi-item transaction that every compatible server
-// offers, so an append is a small protocol on single-item conditional
-// writes. The head item is the commit point: a writer first claims the
-// next Seq by putting the whole sealed record into the head as "pending"
-// (condition: the head is still the one it read, with nothing pending);
-// then anyone who sees a pending record completes it: claim its Key
-// (conditional put of the key item, attribute_not_exists — if the Key
-// already belongs to another Seq the pending record is a duplicate and is
-// withdrawn), put the record item, and move the head to it (condition: the
-// same record is still pending). Two writers can therefore not fork the
-// chain, a writer that dies half-way is finished by the next one, and a
-// Key is stored once.
+// Every write is a PutItem with attribute_not_exists(pk): nothing the store
+// writes is ever overwritten, updated or deleted, so the controller's role
+// needs no UpdateItem or DeleteItem. A record item (pk "rec", sk = its Seq)
+// is the commit point: two writers that sealed a record after the same
+// last record race for the same Seq, and the condition lets one win; the
+// other reads the new last record and starts over. Each Key has a key item
+// (pk "key#<key>") naming its Seq, put after the record; a writer first
+// completes the last record's key item (its writer may have died between
+// the two puts), then looks its own Key up, so a Key is stored once.
 package dynamo
 
 import (
@@ -43,7 +40,9 @@ type Store struct {
 	api   API
 	table string
 	o     Options
-	mu    sync.Mutex // one append at a time from this process
+
+	mu       sync.Mutex // one append at a time from this process
+	migrated bool       // the legacy head was looked at (under mu)
 }
 
 var _ audit.Store = (*Store)(nil)
@@ -66,8 +65,9 @@ func Open(ctx context.Context, api API, table string, o Options) (*Store, error)
 // Close does nothing: the client belongs to the caller.
 func (s *Store) Close() error { return nil }
 
-// head is the head item.
-type head struct {
+// legacyHead is the head item of the hash-chain tables written before
+// the Merkle tree: read only, to carry such a table over (migrate).
+type legacyHead struct {
 	Seq     uint64 `dynamodbav:"seq,omitempty"`
 	Hash    string `dynamodbav:"hash,omitempty"`
 	Pending *item  `dynamodbav:"pending,omitempty"`
@@ -82,6 +82,12 @@ func (s *Store) Write(ctx context.Context, recs ...audit.Record) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.migrated {
+		if err := s.migrate(ctx); err != nil {
+			return fmt.Errorf("carrying over the legacy head of table %s: %w", s.table, err)
+		}
+		s.migrated = true
+	}
 	for i := range prepared {
 		if err := s.append(ctx, &prepared[i]); err != nil {
 			return fmt.Errorf("writing audit record %s to table %s: %w", prepared[i].Key, s.table, err)
@@ -92,15 +98,16 @@ func (s *Store) Write(ctx context.Context, recs ...audit.Record) error {
 
 func (s *Store) append(ctx context.Context, r *audit.Record) error {
 	for range s.o.MaxAttempts {
-		h, err := s.readHead(ctx)
+		last, err := s.last(ctx)
 		if err != nil {
 			return err
 		}
-		if h.Pending != nil {
-			if err := s.complete(ctx, h.Pending); err != nil {
+		var h audit.Head
+		if last != nil {
+			if err := s.putKey(ctx, last); err != nil {
 				return err
 			}
-			continue
+			h = audit.Head{Seq: last.SK, Hash: last.Hash}
 		}
 		seq, err := s.keySeq(ctx, r.Key)
 		if err != nil {
@@ -110,36 +117,78 @@ func (s *Store) append(ctx context.Context, r *audit.Record) error {
 			return nil // stored before
 		}
 		sealed := *r
-		audit.Seal(audit.Head{Seq: h.Seq, Hash: h.Hash}, &sealed)
-		p := toItem(&sealed)
-		claimed, err := s.claim(ctx, h, &p)
+		audit.Seal(h, &sealed)
+		it := toItem(&sealed)
+		won, err := s.putRecord(ctx, &it)
 		if err != nil {
 			return err
 		}
-		if !claimed {
-			continue // another writer moved the head; start over
+		if won {
+			return s.putKey(ctx, &it)
 		}
-		if err := s.complete(ctx, &p); err != nil {
-			return err
-		}
-		// complete may have withdrawn p as a duplicate of a Key written
-		// meanwhile; the next round sees the Key and returns.
+		// Another writer took the Seq; start over after its record.
 	}
-	return fmt.Errorf("gave up after %d attempts: other writers kept moving the chain head", s.o.MaxAttempts)
+	return fmt.Errorf("gave up after %d attempts: other writers kept taking the next seq", s.o.MaxAttempts)
 }
 
-func (s *Store) readHead(ctx context.Context) (head, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table), Key: keyOf(pkHead), ConsistentRead: aws.Bool(true),
+// last is the record with the highest Seq, nil in an empty table.
+func (s *Store) last(ctx context.Context) (*item, error) {
+	out, err := s.api.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkRec)},
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(1),
+		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
-		return head{}, fmt.Errorf("reading the chain head: %w", err)
+		return nil, fmt.Errorf("reading the last record: %w", err)
 	}
-	var h head
-	if err := attributevalue.UnmarshalMap(out.Item, &h); err != nil {
-		return head{}, fmt.Errorf("reading the chain head: %w", err)
+	its, err := unmarshalItems(out.Items)
+	if err != nil || len(its) == 0 {
+		return nil, err
 	}
-	return h, nil
+	return &its[0], nil
+}
+
+// putRecord puts it unless its Seq is taken (then it reports false).
+func (s *Store) putRecord(ctx context.Context, it *item) (bool, error) {
+	av, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return false, err
+	}
+	err = s.putNew(ctx, av)
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("putting record seq %d: %w", it.SK, err)
+	}
+	return true, nil
+}
+
+// putKey records that it's Key is stored at its Seq. A key item that is
+// already there is left alone: it names this Seq (put before) or an
+// earlier one, and either way the Key is stored.
+func (s *Store) putKey(ctx context.Context, it *item) error {
+	err := s.putNew(ctx, map[string]types.AttributeValue{
+		attrPK: str(keyPrefix + it.Key), attrSK: num(0), "seq": num(it.SK),
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("putting the key item of seq %d: %w", it.SK, err)
+	}
+	return nil
+}
+
+// putNew is the only write the store makes: a PutItem that fails with
+// ConditionalCheckFailedException when the item exists.
+func (s *Store) putNew(ctx context.Context, av map[string]types.AttributeValue) error {
+	_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                av,
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	})
+	return err
 }
 
 // keySeq returns the Seq stored under key, 0 when none.
@@ -159,91 +208,46 @@ func (s *Store) keySeq(ctx context.Context, key string) (uint64, error) {
 	return k.Seq, nil
 }
 
-// claim makes p the pending record if the head is still h.
-func (s *Store) claim(ctx context.Context, h head, p *item) (bool, error) {
-	av, err := attributevalue.MarshalMap(p)
+// readLegacyHead reads the head item a hash-chain table kept (zero when
+// there is none: a table created by this version).
+func (s *Store) readLegacyHead(ctx context.Context) (legacyHead, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: keyOf(pkHead), ConsistentRead: aws.Bool(true),
+	})
 	if err != nil {
-		return false, err
+		return legacyHead{}, fmt.Errorf("reading the legacy head item: %w", err)
 	}
-	in := &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       keyOf(pkHead),
-		UpdateExpression:          aws.String("SET #pending = :p"),
-		ExpressionAttributeNames:  map[string]string{"#pending": "pending", "#seq": "seq"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberM{Value: av}},
+	var h legacyHead
+	if err := attributevalue.UnmarshalMap(out.Item, &h); err != nil {
+		return legacyHead{}, fmt.Errorf("reading the legacy head item: %w", err)
 	}
-	if h.Seq == 0 {
-		in.ConditionExpression = aws.String("attribute_not_exists(#seq) AND attribute_not_exists(#pending)")
-	} else {
-		in.ConditionExpression = aws.String("#seq = :seq AND #hash = :hash AND attribute_not_exists(#pending)")
-		in.ExpressionAttributeValues[":seq"] = num(h.Seq)
-		in.ExpressionAttributeValues[":hash"] = str(h.Hash)
-		in.ExpressionAttributeNames["#hash"] = "hash"
-	}
-	_, err = s.api.UpdateItem(ctx, in)
-	if isConditionFailed(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("claiming seq %d: %w", p.SK, err)
-	}
-	return true, nil
+	return h, nil
 }
 
-// complete finishes the pending record p; any writer may call it, any
-// number of times.
-func (s *Store) complete(ctx context.Context, p *item) error {
-	_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.table),
-		Item: map[string]types.AttributeValue{
-			attrPK: str(keyPrefix + p.Key), attrSK: num(0), "seq": num(p.SK),
-		},
-		ConditionExpression:       aws.String("attribute_not_exists(pk) OR #seq = :seq"),
-		ExpressionAttributeNames:  map[string]string{"#seq": "seq"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":seq": num(p.SK)},
-	})
-	if isConditionFailed(err) {
-		// The Key belongs to another record: this one is a duplicate.
-		return s.moveHead(ctx, p, "REMOVE #pending", nil)
+// migrate finishes the record a hash-chain writer left pending in the
+// legacy head item, if it is the next one: put as a record like any other.
+// The head item itself is never changed.
+func (s *Store) migrate(ctx context.Context) error {
+	h, err := s.readLegacyHead(ctx)
+	if err != nil || h.Pending == nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("claiming key for seq %d: %w", p.SK, err)
-	}
-	av, err := attributevalue.MarshalMap(p)
+	last, err := s.last(ctx)
 	if err != nil {
 		return err
 	}
-	// Unconditional: every completer writes the same content.
-	if _, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: av}); err != nil {
-		return fmt.Errorf("putting record seq %d: %w", p.SK, err)
+	if (last == nil && h.Pending.SK != 1) || (last != nil && (last.SK+1 != h.Pending.SK || last.Hash != h.Pending.PrevHash)) {
+		return nil // completed or withdrawn by the old protocol
 	}
-	return s.moveHead(ctx, p, "SET #seq = :seq, #hash = :hash REMOVE #pending", map[string]types.AttributeValue{
-		":seq": num(p.SK), ":hash": str(p.Hash),
-	})
-}
-
-// moveHead applies update to the head if p is still pending there.
-func (s *Store) moveHead(ctx context.Context, p *item, update string, vals map[string]types.AttributeValue) error {
-	if vals == nil {
-		vals = map[string]types.AttributeValue{}
+	if seq, err := s.keySeq(ctx, h.Pending.Key); err != nil || seq != 0 {
+		return err // a duplicate: the old protocol would have withdrawn it
 	}
-	vals[":ph"] = str(p.Hash)
-	names := map[string]string{"#hash": "hash", "#pending": "pending"}
-	if _, ok := vals[":seq"]; ok {
-		names["#seq"] = "seq"
+	p := *h.Pending
+	p.PK = pkRec
+	if _, err := s.putRecord(ctx, &p); err != nil {
+		return err
 	}
-	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       keyOf(pkHead),
-		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String("#pending.#hash = :ph"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: vals,
-	})
-	if err != nil && !isConditionFailed(err) { // failed condition: done by another writer
-		return fmt.Errorf("moving the chain head to seq %d: %w", p.SK, err)
-	}
-	return nil
+	return s.putKey(ctx, &p)
 }
 
 func isConditionFailed(err error) bool {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/go-cmp/cmp"
@@ -168,36 +169,25 @@ func TestDynamoConcurrentWritersDoNotFork(t *testing.T) {
 	}
 }
 
-// A writer that died after claiming the head is finished by the next one;
-// a pending record whose key is already stored is withdrawn.
-func TestDynamoPendingIsCompleted(t *testing.T) {
+// A writer that died between its record and its key item is completed by
+// the next one, whose retry of the same record is then skipped.
+func TestDynamoDeadWriterIsCompleted(t *testing.T) {
 	client := forTest(t)
 	ctx := context.Background()
 	s := newStore(t, client, "audit")
 	if err := s.Write(ctx, rec(0, "gpu-a")); err != nil {
 		t.Fatal(err)
 	}
-	h, _ := s.readHead(ctx)
+	last, _ := s.last(ctx)
 	dead := rec(1, "gpu-a")
-	audit.Seal(audit.Head{Seq: h.Seq, Hash: h.Hash}, &dead)
-	p := toItem(&dead)
-	if ok, err := s.claim(ctx, h, &p); !ok || err != nil {
-		t.Fatalf("claim = %v, %v", ok, err)
+	dead.Time = dead.Time.UTC()
+	audit.Seal(audit.Head{Seq: last.SK, Hash: last.Hash}, &dead)
+	it := toItem(&dead)
+	if won, err := s.putRecord(ctx, &it); !won || err != nil {
+		t.Fatalf("putRecord = %v, %v", won, err)
 	}
-	// The next writer repeats the dead one's record (it retries) and adds one.
 	other, _ := Open(ctx, client, "audit", Options{})
 	if err := other.Write(ctx, rec(1, "gpu-a"), rec(2, "gpu-a")); err != nil {
-		t.Fatal(err)
-	}
-	// A stale pending duplicate of key 2 is withdrawn, not appended.
-	h, _ = s.readHead(ctx)
-	dup := rec(2, "gpu-a")
-	audit.Seal(audit.Head{Seq: h.Seq, Hash: h.Hash}, &dup)
-	p = toItem(&dup)
-	if ok, err := s.claim(ctx, h, &p); !ok || err != nil {
-		t.Fatalf("claim = %v, %v", ok, err)
-	}
-	if err := s.Write(ctx, rec(3, "gpu-a")); err != nil {
 		t.Fatal(err)
 	}
 	all, _ := s.Query(ctx, audit.Filter{})
@@ -205,10 +195,85 @@ func TestDynamoPendingIsCompleted(t *testing.T) {
 	for _, r := range all {
 		keys = append(keys, r.Key)
 	}
-	if diff := cmp.Diff([]string{"gpu-a-inc/step/0", "gpu-a-inc/step/1", "gpu-a-inc/step/2", "gpu-a-inc/step/3"}, keys); diff != "" {
+	if diff := cmp.Diff([]string{"gpu-a-inc/step/0", "gpu-a-inc/step/1", "gpu-a-inc/step/2"}, keys); diff != "" {
 		t.Errorf("keys (-want +got):\n%s", diff)
 	}
-	if rep, _ := s.Verify(ctx); !rep.OK || rep.Head.Seq != 4 {
+	if rep, _ := s.Verify(ctx); !rep.OK || rep.Head.Seq != 3 {
+		t.Errorf("Verify = %v", rep)
+	}
+}
+
+// The store never overwrites: a second record for a taken Seq, or another
+// key item for a stored Key, is refused by DynamoDB itself, and the stored
+// items stay as they were.
+func TestDynamoRefusesOverwrite(t *testing.T) {
+	client := forTest(t)
+	ctx := context.Background()
+	s := newStore(t, client, "audit")
+	if err := s.Write(ctx, rec(0, "gpu-a"), rec(1, "gpu-a")); err != nil {
+		t.Fatal(err)
+	}
+	forged := rec(9, "gpu-a")
+	audit.Seal(audit.Head{Seq: 1}, &forged) // seq 2, taken
+	av, _ := attributevalue.MarshalMap(toItem(&forged))
+	err := s.putNew(ctx, av)
+	var cf *types.ConditionalCheckFailedException
+	if !errors.As(err, &cf) {
+		t.Fatalf("overwriting seq 2: %v, want ConditionalCheckFailedException", err)
+	}
+	if won, err := s.putRecord(ctx, ptr(toItem(&forged))); won || err != nil {
+		t.Fatalf("putRecord over seq 2 = %v, %v; want refused", won, err)
+	}
+	err = s.putNew(ctx, map[string]types.AttributeValue{attrPK: str(keyPrefix + rec(0, "gpu-a").Key), attrSK: num(0), "seq": num(2)})
+	if !errors.As(err, &cf) {
+		t.Fatalf("overwriting a key item: %v, want ConditionalCheckFailedException", err)
+	}
+	all, _ := s.Query(ctx, audit.Filter{})
+	if len(all) != 2 || all[1].Key != rec(1, "gpu-a").Key {
+		t.Fatalf("records after the attempts: %v", all)
+	}
+	if seq, _ := s.keySeq(ctx, rec(0, "gpu-a").Key); seq != 1 {
+		t.Errorf("key of seq 1 now names seq %d", seq)
+	}
+	if rep, _ := s.Verify(ctx); !rep.OK {
+		t.Errorf("Verify = %v", rep)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// A table written by the hash-chain version may hold a record pending in
+// its head item: the first write carries it over as the next record, and
+// the head item is left as it was.
+func TestDynamoCarriesOverALegacyPendingRecord(t *testing.T) {
+	client := forTest(t)
+	ctx := context.Background()
+	s := newStore(t, client, "audit")
+	if err := s.Write(ctx, rec(0, "gpu-a")); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := s.last(ctx)
+	pending := rec(1, "gpu-a")
+	audit.Seal(audit.Head{Seq: last.SK, Hash: last.Hash}, &pending)
+	p, _ := attributevalue.MarshalMap(toItem(&pending))
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("audit"), Item: map[string]types.AttributeValue{
+		attrPK: str(pkHead), attrSK: num(0), "seq": num(1), "hash": str(last.Hash), "pending": &types.AttributeValueMemberM{Value: p},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := Open(ctx, client, "audit", Options{})
+	if err := fresh.Write(ctx, rec(2, "gpu-a")); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := fresh.Query(ctx, audit.Filter{})
+	var keys []string
+	for _, r := range all {
+		keys = append(keys, r.Key)
+	}
+	if diff := cmp.Diff([]string{"gpu-a-inc/step/0", "gpu-a-inc/step/1", "gpu-a-inc/step/2"}, keys); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	if rep, _ := fresh.Verify(ctx); !rep.OK || rep.Head.Seq != 3 {
 		t.Errorf("Verify = %v", rep)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/gpuheal/gpuheal/internal/audit"
 )
@@ -18,6 +19,10 @@ type File struct {
 	*Writer
 	path string
 	f    *os.File
+
+	tailMu  sync.Mutex
+	tailSeq uint64 // Since read up to this seq, ending at byte tailOff
+	tailOff int64
 }
 
 var _ audit.Store = (*File)(nil)
@@ -171,4 +176,62 @@ func Query(r io.Reader, flt audit.Filter) ([]audit.Record, error) {
 		out = slices.Clone(out[len(out)-n:])
 	}
 	return out, nil
+}
+
+// Since implements audit.Tailer by scanning the file from the start (or
+// from where the last call ended, when it asks for the records after it).
+func (f *File) Since(_ context.Context, after uint64, fn func(*audit.Record) error) error {
+	r, err := os.Open(f.path)
+	if err != nil {
+		return fmt.Errorf("reading audit file %s: %w", f.path, err)
+	}
+	defer func() { _ = r.Close() }()
+	f.tailMu.Lock()
+	defer f.tailMu.Unlock()
+	var off int64
+	if f.tailSeq == after && f.tailSeq > 0 {
+		off = f.tailOff
+	}
+	if _, err := r.Seek(off, io.SeekStart); err != nil {
+		return fmt.Errorf("reading audit file %s: %w", f.path, err)
+	}
+	cr := &countingReader{r: r, n: off}
+	var bad error
+	last := after
+	err = Scan(cr, func(line int, rec audit.Record, err error) bool {
+		if err != nil {
+			bad = fmt.Errorf("line %d after offset %d: %w", line, off, err)
+			return false
+		}
+		if rec.Seq <= after {
+			return true
+		}
+		if bad = fn(&rec); bad != nil {
+			return false
+		}
+		last = rec.Seq
+		return true
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		f.tailSeq = 0
+		return fmt.Errorf("reading audit file %s after seq %d: %w", f.path, after, err)
+	}
+	// The scanner read whole lines up to EOF; the file ends in a newline
+	// (checked at open, and every write ends in one).
+	f.tailSeq, f.tailOff = last, cr.n
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -131,3 +131,12 @@ func (s *Store) scan(ctx context.Context, q string, args []any, fn func(*audit.R
 	}
 	return rows.Err()
 }
+
+// Since implements audit.Tailer: the records after seq after, in order.
+func (s *Store) Since(ctx context.Context, after uint64, fn func(*audit.Record) error) error {
+	err := s.scan(ctx, "SELECT "+columns+" FROM records WHERE seq > ? ORDER BY seq", []any{int64(after)}, fn)
+	if err != nil {
+		return fmt.Errorf("reading audit store %s after seq %d: %w", s.path, after, err)
+	}
+	return nil
+}
