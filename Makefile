@@ -50,15 +50,25 @@ deps: ## install what a fresh machine lacks (Debian packages, control plane)
 
 # The race runtime sleeps 1 s at exit by default, for goroutines still
 # running to report; every test stops its goroutines before it ends, and the
-# sleep would cost a second per package.
+# sleep would cost a second per package. -vet=off: `make vet` runs every
+# analyzer (go test's own subset would run again per test binary). The
+# agent's link mode also links its packages' test binaries: the external
+# linker took a quarter more CPU for them.
 .PHONY: test-unit
 test-unit: ## unit tests with -race: no API server, kubelet or other outside part
 	./hack/ensure-deps.sh
-	GORACE=atexit_sleep_ms=0 $(GO) test -race -count=1 $(PKGS)
+	GORACE=atexit_sleep_ms=0 $(GO) test -race -vet=off -ldflags='$(AGENT_LINK)' -count=1 $(PKGS)
+
+# Only the packages that have integration tests: the others' tests ran in
+# test-unit. Their scenarios wait mostly on real time (kwok's stages, the
+# policies' durations), each on its own API server, so several run at once;
+# the longest packages come first so that none starts last.
+INTEGRATION_FIRST := ./test/soak ./test/e2e ./internal/remediation
+INTEGRATION_PKGS = $(INTEGRATION_FIRST) $(filter-out $(INTEGRATION_FIRST),$(shell git ls-files '*_test.go' | xargs grep -l '^//go:build integration' | xargs -n1 dirname | sort -u | grep -v '^test/install$$' | sed 's|^|./|'))
 
 .PHONY: test-integration
 test-integration: deps ## tests against the real parts (API server + kwok, Prometheus, dynalite, chromium, built binaries), build tag integration
-	$(GO) test -tags integration -count=1 -timeout 30m $$($(GO) list -tags integration $(PKGS) | grep -v '/test/install$$')
+	$(GO) test -tags integration -vet=off -ldflags='$(AGENT_LINK)' -count=1 -p 3 -parallel 4 -timeout 30m $(INTEGRATION_PKGS)
 
 .PHONY: test-install
 test-install: deps ## the chart on a real kubelet with locally built images (needs root)

@@ -23,6 +23,7 @@ import (
 // and refuses to replace it with a head of a store that was rewritten
 // while the ConfigMap kept the old one.
 func TestAuditHeadConfigMap(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{})
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpuheal"}}); err != nil {

@@ -18,6 +18,7 @@ import (
 // API server: an empty policy gets the documented defaults, and the CEL
 // rules reject bad values with a message naming the field.
 func TestCRDSchemaDefaultsAndValidation(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Scheme: testScheme(t)})
 	c := env.Client
 	p := &v1alpha1.RemediationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "defaults"}}

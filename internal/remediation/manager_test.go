@@ -28,6 +28,7 @@ func freeAddr(t *testing.T) string {
 // server: one leads, and when it shuts down it releases the Lease so the
 // standby takes over without waiting for the lease to expire.
 func TestLeaderFailover(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{})
 	opts := func() ManagerOptions {
 		return ManagerOptions{

@@ -18,6 +18,7 @@ import (
 // read before someone else added a taint: the JSON patch's test fails on
 // the real API server, the node is read again, and the other taints stay.
 func TestCordonKeepsTaintsAddedMeanwhile(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "taints", 1)
 	ctx := context.Background()
 	name := h.nodes[0]

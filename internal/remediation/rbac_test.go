@@ -26,6 +26,7 @@ import (
 // (plus the kwok role, as in the demo) and takes an incident from detection
 // to a replacement: a right missing from the manifest fails this test.
 func TestControllerRunsWithShippedRBAC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "rbac", 2)
 	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpuheal"}})
 	applyManifest(t, h, "deploy/controller-rbac.yaml")

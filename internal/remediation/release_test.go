@@ -4,6 +4,7 @@ package remediation
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -20,6 +22,7 @@ import (
 // server, the controller is scaled to zero, open incidents end Cancelled,
 // and only gpuheal's own cordons and taints are undone.
 func TestReleaseHandsNodesBack(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "release-", 4)
 	ctx := context.Background()
 	ours, oursOverTheirs, theirs, taintOnly := h.nodes[0], h.nodes[1], h.nodes[2], h.nodes[3]
@@ -113,15 +116,19 @@ func TestReleaseHandsNodesBack(t *testing.T) {
 	}
 }
 
-// editNode updates a node's spec and metadata in place.
+// editNode updates a node's spec and metadata in place, again on a
+// conflict: kwok writes the node's status meanwhile.
 func (h *harness) editNode(name string, edit func(*corev1.Node)) {
 	h.t.Helper()
-	n, ok := h.node(name)
-	if !ok {
-		h.t.Fatalf("node %s not found", name)
-	}
-	edit(n)
-	if err := h.c.Update(context.Background(), n); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, ok := h.node(name)
+		if !ok {
+			return fmt.Errorf("node %s not found", name)
+		}
+		edit(n)
+		return h.c.Update(context.Background(), n)
+	})
+	if err != nil {
 		h.t.Fatalf("updating node %s: %v", name, err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 // recovers, and health scores rebuilt after a restart. Timeouts and
 // escalations are tested on a fake clock (clockenv_test.go).
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "life", 3)
 	h.create(fastPolicy("life"))
 	log := audit.NewMemory()

@@ -26,6 +26,7 @@ import (
 // nothing starts and the policy says why; as the fleet recovers the breaker
 // closes by itself and incidents start no more than maxParallel at a time.
 func TestBreakerAndMaxParallel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "brk", 10)
 	p := fastPolicy("brk")
 	twenty, two := intstr.FromString("20%"), intstr.FromInt32(2)
@@ -118,6 +119,7 @@ func kwokSlowBoot() kwok.Options {
 // enters each phase and starts a new one: every incident still ends with
 // exactly one replacement.
 func TestCrashAfterEachPhase(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "crash", 7)
 	h.create(fastPolicy("crash"))
 	phases := []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhaseCordoned, v1alpha1.PhaseDraining,
@@ -163,6 +165,7 @@ func TestCrashAfterEachPhase(t *testing.T) {
 // TestLeaderHandoverMidIncident: two replicas; the leader is stopped while
 // an incident is draining and the standby finishes it.
 func TestLeaderHandoverMidIncident(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "ha", 2)
 	h.create(fastPolicy("ha"))
 	node := h.nodes[0]
@@ -191,6 +194,7 @@ func TestLeaderHandoverMidIncident(t *testing.T) {
 // controller's writes (controller-runtime's interceptor client): incidents
 // still finish, each node has exactly one incident and one replacement.
 func TestAPIErrorsNeverLoseOrDuplicate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "flaky", 4)
 	h.create(fastPolicy("flaky"))
 	var mu sync.Mutex

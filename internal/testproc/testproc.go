@@ -43,3 +43,7 @@ func RequireTool(t testing.TB, name string) string {
 	t.Skip(msg)
 	return ""
 }
+
+// Tail is the last n bytes of b: the end of a process's log for a failure
+// message.
+func Tail(b []byte, n int) []byte { return b[max(len(b)-n, 0):] }

@@ -13,6 +13,7 @@ import (
 )
 
 func TestAgentStandaloneOnceJSON(t *testing.T) {
+	t.Parallel()
 	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
 	out, err := exec.Command(agentBin, "--standalone", "--once", "-o", "json", "--gpu-backend=sim", "--sim-gpus=4", "--sim-model=A100-SXM4-80GB").Output()
 	if err != nil {
@@ -40,6 +41,7 @@ func TestAgentStandaloneOnceJSON(t *testing.T) {
 // On a machine with no NVIDIA library and no nvidia-smi (this one, and CI),
 // auto finds nothing: exit code 3 and a one-line reason naming both tries.
 func TestAgentWithoutGPUExitsThree(t *testing.T) {
+	t.Parallel()
 	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
 	if _, err := exec.LookPath("nvidia-smi"); err == nil {
 		t.Skip("this machine has nvidia-smi; the no-GPU path cannot be shown here")
@@ -60,6 +62,7 @@ func TestAgentWithoutGPUExitsThree(t *testing.T) {
 }
 
 func TestAgentRejectsBadFlagsWithTheirName(t *testing.T) {
+	t.Parallel()
 	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
 	for _, tc := range []struct {
 		args []string
@@ -79,6 +82,7 @@ func TestAgentRejectsBadFlagsWithTheirName(t *testing.T) {
 }
 
 func TestAgentCheckConfig(t *testing.T) {
+	t.Parallel()
 	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
 	dir := t.TempDir()
 	good, bad := dir+"/good.yaml", dir+"/bad.yaml"

@@ -30,6 +30,7 @@ import (
 // AcceleratedHardwareReady goes True, then False with the Xid 79 reason
 // once the simulated GPU falls off the bus, and kwok's Ready stays.
 func TestAgentSetsConditionOnItsNode(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -146,6 +147,7 @@ func waitCondition(ctx context.Context, t *testing.T, c client.Client, node stri
 // seen anew (as a simulated node re-injects its fault): the condition's
 // lastTransitionTime must still be the first one.
 func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

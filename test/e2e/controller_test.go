@@ -28,6 +28,7 @@ import (
 // on its metrics port, checks the chain, and finds the health score on the
 // node.
 func TestControllerBinaryRecordsAndServesAudit(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true, Scheme: benchScheme(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

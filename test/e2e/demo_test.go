@@ -21,6 +21,7 @@ import (
 // the status page answers; Ctrl-C stops everything and leaves no process
 // behind.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	binDir := testcluster.RequireBinaries(t, true, true)
 	buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
 	buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
@@ -91,4 +92,3 @@ func processesMentioning(s string) []string {
 	return found
 }
 
-func tail(b []byte, n int) []byte { return b[max(len(b)-n, 0):] }

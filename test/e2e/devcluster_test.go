@@ -27,6 +27,7 @@ import (
 // TestDevClusterLifecycle builds the CLI, runs `gpuheal dev cluster`, uses
 // the kubeconfig it prints, and checks that Ctrl-C stops every process.
 func TestDevClusterLifecycle(t *testing.T) {
+	t.Parallel()
 	binDir := testcluster.RequireBinaries(t, true, false)
 	gpuheal := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal", "gpuheal")
 

@@ -18,6 +18,7 @@ import (
 // /dev/kmsg-format file, restarts it, and checks that nothing is reported
 // twice and nothing is skipped.
 func TestAgentKernelLogResume(t *testing.T) {
+	t.Parallel()
 	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
 	dir := t.TempDir()
 	logPath, state := filepath.Join(dir, "kmsg.log"), filepath.Join(dir, "state")

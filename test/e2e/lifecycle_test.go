@@ -51,6 +51,7 @@ const lifecycleRules = `rules:
 //     but keeps lastTransitionTime;
 //   - recovery: clearAfter after the last line, the condition is True.
 func TestConditionLifecycleOnNode(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -29,6 +29,7 @@ import (
 // connections), lets a GPU fall off the bus meanwhile, and checks that the
 // condition reaches the Node once the API server is reachable again.
 func TestAgentRidesOutAPIServerOutage(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

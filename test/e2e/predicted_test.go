@@ -27,6 +27,7 @@ import (
 // API, and call no provider. The model's accuracy is docs/predictor.md's
 // subject; this test is about the path from a prediction to a drain.
 func TestPredictedFailureDrainsEndToEnd(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true, Scheme: benchScheme(t)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -6,13 +6,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gpuheal/gpuheal/internal/testenv"
 	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
@@ -22,6 +22,7 @@ var (
 	requireTool  = testproc.RequireTool
 	startProcess = testproc.Start
 	waitHTTP     = testproc.WaitHTTP
+	tail         = testproc.Tail
 )
 
 var (
@@ -53,9 +54,8 @@ func buildBinary(t testing.TB, pkg, name string) string {
 		return out
 	}
 	out := filepath.Join(buildDir, name)
-	build := exec.Command("go", "build", "-o", out, pkg)
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	if err := testenv.GoBuild(out, pkg); err != nil {
+		t.Fatal(err)
 	}
 	built[pkg] = out
 	return out

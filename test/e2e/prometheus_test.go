@@ -21,6 +21,7 @@ import (
 // pushes to (which Prometheus scrapes too), and reads both paths back
 // through Prometheus' HTTP API.
 func TestPrometheusScrapesAndPushgatewayReceivesAgent(t *testing.T) {
+	t.Parallel()
 	prom := requireTool(t, "prometheus")
 	pushgw := requireTool(t, "prometheus-pushgateway")
 	agentBin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-agent", "gpuheal-agent")
