@@ -17,6 +17,7 @@ import (
 // selectors, label selectors and status subresources as a cluster has them.
 
 func TestStatusAndDescribeOnAPIServer(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Scheme: testScheme(t)})
 	ctx := t.Context()
 	nodes, rems := fleetObjects(time.Now())
@@ -47,6 +48,7 @@ func TestStatusAndDescribeOnAPIServer(t *testing.T) {
 }
 
 func TestScoreOnAPIServer(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{})
 	for _, n := range scoreNodes() {
 		if err := env.Client.Create(t.Context(), n); err != nil {

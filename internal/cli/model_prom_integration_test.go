@@ -18,6 +18,7 @@ import (
 // served by a real Prometheus, with failure labels from its audit log,
 // then loads and scores the model and evaluates it on the traces kept.
 func TestModelTrainFromPrometheus(t *testing.T) {
+	t.Parallel()
 	fleet := promsourcetest.Start(t, promsourcetest.Options{GPUs: 24, GPUsPerNode: 8, Days: 1.5, Seed: 7, FailureRate: 60})
 	dir := t.TempDir()
 	model, saved := filepath.Join(dir, "model.json"), filepath.Join(dir, "history")

@@ -21,6 +21,7 @@ import (
 // server and kwok bring 100 GPU nodes to Ready, and a NodeCondition written
 // the way the agent writes it survives kwok's own status updates.
 func TestFleetOfFakeGPUNodes(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -82,6 +83,7 @@ func TestFleetOfFakeGPUNodes(t *testing.T) {
 // requests, and give the PodDisruptionBudget its status, which the
 // controller's drain depends on.
 func TestWorkloadsRunOnFakeGPUNodes(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true, Workloads: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -116,6 +118,7 @@ func TestWorkloadsRunOnFakeGPUNodes(t *testing.T) {
 
 // A paused API server answers nothing until resumed; then it serves again.
 func TestPauseAPIServer(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{})
 	// The client learns Node's REST mapping on its first request, by
 	// discovery that ignores the request's context: made against a paused
@@ -152,6 +155,7 @@ func TestPauseAPIServer(t *testing.T) {
 // TestRestartKwok: after a restart kwok still serves the nodes it had and
 // initializes new ones.
 func TestRestartKwok(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -11,6 +11,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -271,14 +274,21 @@ func (e *Env) RestartKwok(ctx context.Context) error {
 	return nil
 }
 
+// signalAPIServer signals this environment's kube-apiserver, told from the
+// others of the process (tests run in parallel) by its secure port.
 func (e *Env) signalAPIServer(sig syscall.Signal) error {
 	want := filepath.Join(e.binDir, "kube-apiserver")
+	port := "--secure-port=" + e.env.ControlPlane.GetAPIServer().SecureServing.Port
 	for _, c := range childrenRunning(e.binDir) {
-		if c.exe == want {
+		if c.exe != want {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(c.pid), "cmdline"))
+		if err == nil && slices.Contains(strings.Split(string(cmdline), "\x00"), port) {
 			return syscall.Kill(c.pid, sig)
 		}
 	}
-	return fmt.Errorf("no kube-apiserver child of this process runs from %s", e.binDir)
+	return fmt.Errorf("no kube-apiserver child of this process runs from %s with %s", e.binDir, port)
 }
 
 // podRemovalAuditPolicy logs evictions and pod deletions, once each, when

@@ -24,6 +24,7 @@ import (
 // One control plane with kwok for the package; subtests run in order, each
 // with its own nodes and its own Booter.
 func TestKwok(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	c := env.Client
 	fast := Options{BootDelay: 1500 * time.Millisecond, RebootDelay: 1500 * time.Millisecond, PollInterval: 200 * time.Millisecond}

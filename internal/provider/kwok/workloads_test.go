@@ -18,6 +18,7 @@ import (
 // replacement boots to Ready and stays so: the node lifecycle controller
 // must not take kwok's rare heartbeats for a lost node.
 func TestReplacementBootsBesideWorkloadControllers(t *testing.T) {
+	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true, Workloads: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
