@@ -74,7 +74,13 @@ func (m *kmsgMonitor) run(ctx context.Context) error {
 			det = detect.New(cat, detect.Options{Source: "kmsg"})
 		default:
 		}
-		buf = det.Append(buf[:0], rec.Message, recordTime(rec))
+		buf = buf[:0]
+		// Facility 0 is the kernel's own; user space that writes to
+		// /dev/kmsg always gets another (the kernel makes 0 into LOG_USER),
+		// so such a record is an application's words, never a finding.
+		if rec.Facility <= 0 {
+			buf = det.Append(buf, rec.Message, recordTime(rec))
+		}
 		for _, f := range buf {
 			m.onFinding(f)
 		}

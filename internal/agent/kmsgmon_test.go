@@ -50,6 +50,28 @@ func TestKmsgMonitorTakesNewCatalog(t *testing.T) {
 	}
 }
 
+// A record user space wrote to /dev/kmsg (facility user: 14 = 1<<3|6) is
+// not the driver's, even when its text is a perfect Xid report; the
+// kernel's own record after it still counts.
+func TestKmsgMonitorIgnoresUserSpaceRecords(t *testing.T) {
+	dir := t.TempDir()
+	logPath, bootPath := filepath.Join(dir, "kmsg"), filepath.Join(dir, "boot_id")
+	writeTestFile(t, bootPath, "3b2f6c2e-0000-4000-8000-000000000001\n")
+	writeTestFile(t, logPath, "14,1,1000000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"+
+		"4,2,1000001,-;NVRM: Xid (PCI:0000:18:00): 43, pid=1, name=python, Ch 00000008\n")
+	found := make(chan finding.Finding, 8)
+	mon := &kmsgMonitor{path: logPath, bootIDPath: bootPath,
+		catalog: xid.Default(), catalogs: make(chan xid.Catalog, 1), poll: 10 * time.Millisecond,
+		log: slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)), onFinding: func(f finding.Finding) { found <- f }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mon.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if f := next(t, found); f.Code != "XID43" {
+		t.Fatalf("first finding %s from %q, want XID43: the user-space record opened one", f.Code, f.Message)
+	}
+}
+
 func next(t *testing.T, ch <-chan finding.Finding) finding.Finding {
 	t.Helper()
 	select {
