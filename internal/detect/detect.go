@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 	"github.com/gpuheal/gpuheal/internal/xid"
 )
 
@@ -133,7 +134,9 @@ func (d *Detector) line(dst []finding.Finding, s, rest string, t time.Time) []fi
 func (d *Detector) emit(dst []finding.Finding, code, gpu string, sev finding.Severity, act finding.Action, t time.Time, msg string) []finding.Finding {
 	return append(dst, finding.Finding{
 		Source: d.src, Code: code, GPU: gpu, Severity: sev, Action: act,
-		Time: t, Message: strings.TrimSpace(msg),
+		// The kernel log is outside text: it reaches Events, conditions
+		// and terminals, so no escape sequence may ride along.
+		Time: t, Message: termsafe.Clean(strings.TrimSpace(msg)),
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 	"github.com/gpuheal/gpuheal/internal/xid"
 )
 
@@ -45,6 +46,9 @@ func FuzzDetect(f *testing.F) {
 			for _, got := range d.Detect(m, time.Unix(1_700_000_000, 0)) {
 				if got.Code == "" || got.Source != "kmsg" || got.Severity.Rank() == 0 || got.Action.Rank() < 0 {
 					t.Fatalf("Detect(%q) gave a malformed finding %+v", m, got)
+				}
+				if termsafe.Clean(got.Message) != got.Message {
+					t.Fatalf("Detect(%q) kept control characters in %q", m, got.Message)
 				}
 				if got.Xid != 0 && !isDriverLine(got.Message, nvrmPrefix) || got.Code == CodeSXid && !isDriverLine(got.Message, nvswitchPrefix) {
 					t.Fatalf("Detect(%q) took %q for a driver report: %+v", m, got.Message, got)

@@ -41,3 +41,15 @@ func TestLookalikesOpenNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestFindingMessagesAreTerminalSafe: a driver line carrying escape
+// sequences (raw /dev/kmsg records decode \xHH, so any byte can arrive)
+// still counts, but its message reaches Events, conditions and terminals
+// without them.
+func TestFindingMessagesAreTerminalSafe(t *testing.T) {
+	line := "NVRM: Xid (PCI:0000:05:00): 79, pid=1, name=\x1b]0;owned\x07\x1b[2J\x1b[Hx\r, GPU has fallen off the bus."
+	want := []finding.Finding{fnd("XID79", 79, "0000:05:00.0", fatal, reboot, "NVRM: Xid (PCI:0000:05:00): 79, pid=1, name=x, GPU has fallen off the bus.")}
+	if diff := cmp.Diff(want, newDetector(t).Detect(line, t0)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -315,3 +315,28 @@ func TestProviderRefusalFailsAtOnce(t *testing.T) {
 		t.Error("node not left cordoned")
 	}
 }
+
+// TestEventNotesAreTerminalSafe: text others wrote (a condition message,
+// a provider's error) reaches the controller's Events without terminal
+// escape sequences; kubectl shows those notes on terminals.
+func TestEventNotesAreTerminalSafe(t *testing.T) {
+	e := newClockEnv(t)
+	e.policy("p")
+	node := e.addNodes("gpu", 1)[0]
+	e.prov.SetNextError(errors.New("cloud down\x1b]0;owned\x07\x1b[2J\r"))
+	e.breakGPU(node, "reboot")
+	e.setCondition(node, gpuCondition, corev1.ConditionFalse, "NvidiaXID79Error", "GPU 3 fell off\x1b[8m hidden")
+	e.step(2 * time.Minute)
+	nr := e.only(node)
+	evs := e.events.find(nr.Name, v1alpha1.ReasonProviderError)
+	if len(evs) == 0 {
+		t.Fatal("no ProviderError event")
+	}
+	e.events.mu.Lock()
+	defer e.events.mu.Unlock()
+	for _, ev := range e.events.events {
+		if strings.ContainsAny(ev.note, "\x1b\x07\r") {
+			t.Errorf("event %s on %s keeps control characters: %q", ev.reason, ev.object, ev.note)
+		}
+	}
+}

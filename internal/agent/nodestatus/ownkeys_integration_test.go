@@ -13,6 +13,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testclock "k8s.io/utils/clock/testing"
 
@@ -87,9 +88,14 @@ func TestAgentMayChangeOnlyWhatItOwns(t *testing.T) {
 	}
 	own := NewEvents(agent, a, testclock.NewFakePassiveClock(time.Now()))
 	for i := range 2 { // create, then count up
-		if err := own.Emit(ctx, "k", "GPUFailurePredicted", "x"); err != nil {
+		if err := own.Emit(ctx, "k", "GPUFailurePredicted", "GPU 3\x1b]0;owned\x07\x1b[2J failing"); err != nil {
 			t.Errorf("Event #%d about its own node: %v", i+1, err)
 		}
+	}
+	// kubectl shows Event messages on terminals: no escape sequence.
+	evs, err := o.cs.CoreV1().Events(EventNamespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + a})
+	if err != nil || len(evs.Items) != 1 || evs.Items[0].Message != "GPU 3 failing" || evs.Items[0].Count != 2 {
+		t.Errorf("Events of its own node: %v, %+v; want one, counted twice, message %q", err, evs, "GPU 3 failing")
 	}
 
 	// Denied: each write an attacker holding the agent's token would try.
