@@ -252,3 +252,16 @@ const (
 	AuditSigningKeySecret = "gpuheal-audit-signing-key"
 	AuditSignerKeyKey     = "signer-key"
 )
+
+// Provider ownership checks: keys of other projects the
+// providers read, and what the controller says when a provider refuses.
+const (
+	// LabelClusterAPIControlPlane (Cluster API) marks a control-plane
+	// Machine; the clusterapi provider never deletes one.
+	LabelClusterAPIControlPlane = "cluster.x-k8s.io/control-plane"
+	// ReasonNotOwned (controller) ends an incident whose provider refused
+	// to delete the machine the node points at, because that machine's
+	// status does not name the node (or it is a control-plane Machine).
+	// It is the Event reason and the audit reason of the refusal.
+	ReasonNotOwned = "MachineNotOwned"
+)

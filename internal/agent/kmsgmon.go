@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 	"github.com/gpuheal/gpuheal/internal/xid"
 )
 
-// kmsgMonitor reads the kernel log (the /dev/kmsg device, or a followed
-// file such as the sim's log), turns records into findings, and remembers
+// kmsgMonitor reads the kernel log (the ring buffer through syslog(2), the
+// /dev/kmsg device, or a followed file such as the sim's log), turns records into findings, and remembers
 // its position so that after a restart nothing is reported twice or
 // skipped, and after a reboot it starts at the new boot.
 type kmsgMonitor struct {
@@ -28,6 +29,9 @@ type kmsgMonitor struct {
 	poll       time.Duration
 	log        *slog.Logger
 	onFinding  func(finding.Finding)
+	// openSyslog opens the syslog(2) ring (kmsg.OpenSyslog when nil;
+	// tests hand a fake ring).
+	openSyslog func(kmsg.Options) (*kmsg.Syslog, error)
 
 	// catalogs carries a new Xid catalog after a config reload; the
 	// detector is rebuilt between two records.
@@ -48,6 +52,15 @@ func (m *kmsgMonitor) run(ctx context.Context) error {
 	boot, err := kmsg.ReadBootID(m.bootIDPath)
 	if err != nil {
 		m.log.Warn("no boot id; resuming by sequence number only", "err", err)
+	}
+	// The syslog(2) ring numbers records by their stamp, not by the
+	// kernel's sequence numbers: its position lives apart, so switching
+	// modes neither repeats nor skips a boot's records.
+	if m.path == kmsg.SyslogSource && m.stateDir != "" {
+		m.stateDir = filepath.Join(m.stateDir, kmsg.SyslogSource)
+		if err := os.MkdirAll(m.stateDir, 0o755); err != nil {
+			return fmt.Errorf("creating the kernel-log state directory: %w", err)
+		}
 	}
 	var resume *kmsg.Position
 	if m.stateDir != "" {
@@ -74,7 +87,13 @@ func (m *kmsgMonitor) run(ctx context.Context) error {
 			det = detect.New(cat, detect.Options{Source: "kmsg"})
 		default:
 		}
-		buf = det.Append(buf[:0], rec.Message, recordTime(rec))
+		buf = buf[:0]
+		// Facility 0 is the kernel's own; user space that writes to
+		// /dev/kmsg always gets another (the kernel makes 0 into LOG_USER),
+		// so such a record is an application's words, never a finding.
+		if rec.Facility <= 0 {
+			buf = det.Append(buf, rec.Message, recordTime(rec))
+		}
 		for _, f := range buf {
 			m.onFinding(f)
 		}
@@ -91,6 +110,18 @@ func (m *kmsgMonitor) run(ctx context.Context) error {
 	}
 	defer m.savePosition()
 
+	if m.path == kmsg.SyslogSource {
+		open := m.openSyslog
+		if open == nil {
+			open = kmsg.OpenSyslog
+		}
+		s, err := open(opts)
+		if err != nil {
+			return err
+		}
+		m.setStats(s.Stats)
+		return s.Run(ctx, emit)
+	}
 	if isCharDevice(m.path) {
 		return m.readDevice(ctx, opts, emit)
 	}

@@ -40,10 +40,12 @@ type Options struct {
 	// /run/nvidia/driver, is searched in its library directories.
 	DriverRoot string
 
-	// KmsgPath is the kernel log: the /dev/kmsg device, or a file to
-	// follow (the sim's log); "" turns the kernel-log monitor off.
+	// KmsgPath is the kernel log: kmsg.SyslogSource (the ring buffer
+	// through syslog(2)), the /dev/kmsg device, or a file to follow (the
+	// sim's log); "" turns the kernel-log monitor off.
 	KmsgPath string
-	// KmsgPoll is how often a followed file is checked for new lines.
+	// KmsgPoll is how often a followed file or the syslog(2) ring is
+	// checked for new records.
 	KmsgPoll time.Duration
 	// StateDir keeps the kernel-log position across restarts.
 	StateDir string

@@ -18,6 +18,7 @@ import (
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/fleetview"
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 )
 
 type describeOptions struct {
@@ -51,7 +52,10 @@ reached, the rest is still shown.`,
 				return fmt.Errorf("--history %s: must not be negative", o.history)
 			}
 			o.source.resolve(cmd)
-			return runDescribeNode(cmd.Context(), out, args[0], o)
+			// Conditions, phases and audit reasons are text that
+			// agents, kubelets and clouds wrote: no escape sequence of
+			// theirs reaches the terminal.
+			return runDescribeNode(cmd.Context(), termsafe.NewWriter(out), args[0], o)
 		},
 	}
 	o.source.addFlags(node.Flags())
@@ -126,7 +130,7 @@ func writeNodeConditions(out io.Writer, n *corev1.Node, now time.Time) {
 			}
 			found = true
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, orDash(c.Reason),
-				duration.HumanDuration(now.Sub(c.LastTransitionTime.Time)), orDash(c.Message))
+				duration.HumanDuration(now.Sub(c.LastTransitionTime.Time)), orDash(termsafe.Line(c.Message)))
 		}
 		if !found {
 			fmt.Fprintf(tw, "  %s\t-\t-\t-\tnot reported\n", t)
@@ -201,7 +205,7 @@ func writeNodeRemediations(out io.Writer, rems []gpuhealv1.NodeRemediation, most
 	if open := rems[0]; !open.Status.Phase.Terminal() && len(open.Status.Phases) > 0 {
 		fmt.Fprintf(out, "  open incident %s:\n", open.Name)
 		for _, p := range open.Status.Phases {
-			fmt.Fprintf(out, "    %s  %-10s %s\n", p.Time.UTC().Format("15:04:05.000"), p.Phase, p.Message)
+			fmt.Fprintf(out, "    %s  %-10s %s\n", p.Time.UTC().Format("15:04:05.000"), p.Phase, termsafe.Line(p.Message))
 		}
 	}
 }

@@ -108,6 +108,9 @@ func diagnoseKmsg(rep *diagnose.Report, stdin io.Reader, path string, cat xid.Ca
 		if err != nil {
 			return fmt.Errorf("reading kernel log %s: %w", name, err)
 		}
+		if rec.Facility > 0 {
+			continue // user space wrote it to /dev/kmsg: not the kernel's words
+		}
 		buf = det.Append(buf[:0], rec.Message, rec.Time)
 		for _, f := range buf {
 			rep.Add(f)

@@ -135,3 +135,14 @@ func TestDiagnoseSurvivesBadInput(t *testing.T) {
 		t.Fatalf("exit %d findings %+v", code, rep.Findings)
 	}
 }
+
+// A record user space wrote to /dev/kmsg (facility user) is not the
+// driver's report, however well it imitates one.
+func TestDiagnoseIgnoresUserSpaceRecords(t *testing.T) {
+	in := "14,1,100,-;NVRM: Xid (PCI:0000:05:00): 79, pid=1, GPU has fallen off the bus.\n" +
+		"<14>[  1.000000] NVRM: Xid (PCI:0000:05:00): 48, An uncorrectable double bit error\n"
+	rep, code := diagnoseJSON(t, in, "--kmsg", "-")
+	if len(rep.Findings) != 0 {
+		t.Errorf("exit %d, findings %+v; want none", code, rep.Findings)
+	}
+}

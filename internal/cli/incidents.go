@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 )
 
 type incidentsOptions struct {
@@ -204,7 +205,8 @@ func writeIncidentTable(out io.Writer, incs []incident, now time.Time, wide bool
 		_, err := fmt.Fprintln(out, "no incidents")
 		return err
 	}
-	tw := newTable(out)
+	// Reasons come from the audit log, which records what others wrote.
+	tw := newTable(termsafe.NewWriter(out))
 	header := "INCIDENT\tNODE\tOPENED\tACTION\tOUTCOME\tDURATION\tREASON"
 	if wide {
 		header += "\tLAST\tRECORDS"
@@ -216,7 +218,7 @@ func writeIncidentTable(out io.Writer, incs []incident, now time.Time, wide bool
 			d = d.Round(time.Second)
 		}
 		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", inc.Incident, orDash(inc.Node),
-			duration.HumanDuration(now.Sub(inc.Opened)), orDash(inc.Action), orDash(inc.Outcome), d, orDash(inc.Reason))
+			duration.HumanDuration(now.Sub(inc.Opened)), orDash(inc.Action), orDash(inc.Outcome), d, orDash(termsafe.Line(inc.Reason)))
 		if wide {
 			line += fmt.Sprintf("\t%s\t%d", duration.HumanDuration(now.Sub(inc.Last)), inc.Records)
 		}

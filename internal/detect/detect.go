@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 	"github.com/gpuheal/gpuheal/internal/xid"
 )
 
@@ -98,15 +99,20 @@ func (d *Detector) Append(dst []finding.Finding, msg string, t time.Time) []find
 func (d *Detector) line(dst []finding.Finding, s, rest string, t time.Time) []finding.Finding {
 	d.seq++
 	switch {
-	case strings.Contains(s, "NVRM"):
+	// A driver's words count only under the driver's own prefix at the
+	// start of the line; elsewhere they are someone else's text, and the
+	// line goes on to the other cases (an OOM kill of a process named
+	// "NVRM: Xid" is still an OOM kill).
+	case strings.Contains(s, "NVRM") && isDriverLine(s, nvrmPrefix):
 		return d.nvrm(dst, s, rest, t)
-	case strings.Contains(s, "SXid"):
+	case strings.Contains(s, "SXid") && isDriverLine(s, nvswitchPrefix):
 		return d.sxid(dst, s, t)
 	case strings.Contains(s, "PCIe"):
 		return d.pcie(dst, s, t)
 	case strings.Contains(s, "failed with error"):
 		return d.probeFailed(dst, s, t)
-	case strings.Contains(s, "fallen off the bus"):
+	case strings.Contains(s, "fallen off the bus") && (d.fellOffLive() || strings.HasPrefix(strings.TrimSpace(s), "fallen off the bus")):
+		// The driver's message, split into lines that lost their "NVRM: ".
 		return d.fellOff(dst, strings.TrimSpace(s), t)
 	case strings.Contains(s, "BUG"):
 		return d.bug(dst, s, t)
@@ -128,7 +134,9 @@ func (d *Detector) line(dst []finding.Finding, s, rest string, t time.Time) []fi
 func (d *Detector) emit(dst []finding.Finding, code, gpu string, sev finding.Severity, act finding.Action, t time.Time, msg string) []finding.Finding {
 	return append(dst, finding.Finding{
 		Source: d.src, Code: code, GPU: gpu, Severity: sev, Action: act,
-		Time: t, Message: strings.TrimSpace(msg),
+		// The kernel log is outside text: it reaches Events, conditions
+		// and terminals, so no escape sequence may ride along.
+		Time: t, Message: termsafe.Clean(strings.TrimSpace(msg)),
 	})
 }
 

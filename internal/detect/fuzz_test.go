@@ -4,12 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 	"github.com/gpuheal/gpuheal/internal/xid"
 )
 
 // FuzzDetect feeds arbitrary messages, two per run so multi-line state is
 // exercised: the detector must never panic, and every finding must use
-// the shared vocabulary.
+// the shared vocabulary. An Xid or SXid finding must come from a line that
+// starts with its driver's own prefix.
 func FuzzDetect(f *testing.F) {
 	seeds := []string{
 		"NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
@@ -30,6 +32,9 @@ func FuzzDetect(f *testing.F) {
 		"Out of memory: Killed process 4242 (python)",
 		"NVRM: Xid (",
 		"SXid (",
+		"python[1234]: NVRM: Xid (PCI:0000:05:00): 79, pid=1, GPU has fallen off the bus.",
+		"Out of memory: Killed process 4242 (NVRM: Xid (PCI:) total-vm:100kB",
+		"app: nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30",
 		"",
 	}
 	for i, s := range seeds {
@@ -41,6 +46,12 @@ func FuzzDetect(f *testing.F) {
 			for _, got := range d.Detect(m, time.Unix(1_700_000_000, 0)) {
 				if got.Code == "" || got.Source != "kmsg" || got.Severity.Rank() == 0 || got.Action.Rank() < 0 {
 					t.Fatalf("Detect(%q) gave a malformed finding %+v", m, got)
+				}
+				if termsafe.Clean(got.Message) != got.Message {
+					t.Fatalf("Detect(%q) kept control characters in %q", m, got.Message)
+				}
+				if got.Xid != 0 && !isDriverLine(got.Message, nvrmPrefix) || got.Code == CodeSXid && !isDriverLine(got.Message, nvswitchPrefix) {
+					t.Fatalf("Detect(%q) took %q for a driver report: %+v", m, got.Message, got)
 				}
 			}
 		}

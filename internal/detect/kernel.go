@@ -12,11 +12,13 @@ import (
 // says Fatal or Non-fatal; its follow-ups (", Severity 0 …", ", Data {…}")
 // are details of the same error, not findings.
 func (d *Detector) sxid(dst []finding.Finding, s string, t time.Time) []finding.Finding {
-	i := strings.Index(s, "SXid (")
-	if i < 0 {
+	// After the NVSwitch driver's own prefix comes "<N>: SXid (" at once:
+	// an SXid anywhere else in its line is someone else's text.
+	own, _ := driverLine(s, nvswitchPrefix)
+	dev, after, ok := strings.Cut(own[len(nvswitchPrefix):], ": SXid (")
+	if !ok || dev == "" || strings.TrimLeft(dev, "0123456789") != "" {
 		return dst
 	}
-	after := s[i+len("SXid ("):]
 	end := strings.IndexByte(after, ')')
 	if end < 0 {
 		return dst

@@ -32,10 +32,36 @@ var driverFailures = []string{
 	"None of the NVIDIA devices",
 }
 
+// The prefixes the NVIDIA drivers start their own lines with: the GPU
+// driver, and the NVSwitch driver ("nvidia-nvswitch<N>: ").
+const (
+	nvrmPrefix     = "NVRM: "
+	nvswitchPrefix = "nvidia-nvswitch"
+)
+
+// driverLine returns the line from the driver's own prefix on, or false
+// when the line does not start with it. Only leading blanks (an indented
+// continuation) and a syslog "kernel: " tag that a reader left in may come
+// first: "NVRM: Xid (…)" anywhere else in a line is someone else's text (a
+// process name the kernel quotes, an application's message relayed into
+// the log), and must not open an incident.
+func driverLine(s, prefix string) (string, bool) {
+	s = strings.TrimLeft(s, " \t")
+	s = strings.TrimPrefix(s, "kernel: ")
+	return s, strings.HasPrefix(s, prefix)
+}
+
+func isDriverLine(s, prefix string) bool {
+	_, ok := driverLine(s, prefix)
+	return ok
+}
+
 // nvrm handles lines of the NVIDIA kernel module ("NVRM: …").
 func (d *Detector) nvrm(dst []finding.Finding, s, rest string, t time.Time) []finding.Finding {
-	if i := strings.Index(s, "Xid ("); i >= 0 && (i == 0 || s[i-1] != 'S') {
-		return d.xid(dst, s, s[i+len("Xid ("):], t)
+	line := s
+	s, _ = driverLine(s, nvrmPrefix)
+	if after, ok := strings.CutPrefix(s[len(nvrmPrefix):], "Xid ("); ok {
+		return d.xid(dst, line, after, t)
 	}
 	s = strings.TrimSpace(s)
 	switch {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuheal/gpuheal/internal/finding"
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 )
 
 // ANSI colors for a terminal; plain text otherwise.
@@ -33,7 +34,7 @@ func WriteTable(w io.Writer, r *Report, color bool) error {
 			sev = paint(g.Severity) + sev + reset
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", sev, g.Action, g.Code, orDash(g.GPU), g.Count,
-			stamp(g.First), stamp(g.Last), oneLine(g.Message, 100))
+			stamp(g.First), stamp(g.Last), oneLine(termsafe.Line(g.Message), 100))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -88,6 +88,14 @@ var ErrUnsupported = errors.New("action not supported by this provider")
 // no NodeClaim owns it; for clusterapi, no Machine).
 var ErrNotFound = errors.New("no machine found for node")
 
+// ErrNotOwned says the node points at a machine (a NodeClaim, a Machine)
+// that the machine's own status does not tie to this node, or one gpuheal
+// must never delete (a control-plane Machine). A node's annotations and
+// owner references can be written by its kubelet or agent, so a provider
+// deletes only what the machine's status proves is this node's, and
+// refuses the rest with this error.
+var ErrNotOwned = errors.New("machine is not proven to belong to this node")
+
 // Set picks a provider per node.
 type Set map[string]Provider
 

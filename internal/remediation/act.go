@@ -130,6 +130,9 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 	if err != nil {
 		rec := r.audit.record(in, audit.ProviderError, "provider-error/"+strconv.Itoa(int(st.Attempts)), errorsThisAttempt)
 		rec.Provider, rec.Reason, rec.Message, rec.Severity = prov.Name(), string(action), req.Error, audit.SeverityWarning
+		if errors.Is(err, provider.ErrNotOwned) {
+			rec.Reason = v1alpha1.ReasonNotOwned
+		}
 		r.audit.write(ctx, rec)
 	} else {
 		r.audit.write(ctx, r.audit.actionRequested(in, req))
@@ -148,6 +151,12 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 			return ctrl.Result{}, err
 		}
 		return r.requestAction(ctx, in)
+	case errors.Is(err, provider.ErrNotOwned):
+		// The node points at a machine that is not provably its own: a
+		// retry would not change that, and a person must look at who
+		// wrote the node's hints.
+		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonNotOwned,
+			fmt.Sprintf("provider %s refused to %s this node: %v; the node stays cordoned for an operator", prov.Name(), action, err))
 	case errors.Is(err, provider.ErrUnsupported):
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonUnsupported,
 			fmt.Sprintf("provider %s cannot %s this node: %v; the node stays cordoned for an operator", prov.Name(), action, err))

@@ -40,7 +40,7 @@ type nodeReconciler struct {
 // newNodeReconciler is the incident opener on the clock given (a fake one
 // in tests, which step it instead of waiting out a policy's durations).
 func newNodeReconciler(c client.Client, recorder events.EventRecorder, clk clock.PassiveClock, aud auditor) *nodeReconciler {
-	return &nodeReconciler{client: c, recorder: recorder, clock: clk, conflicts: map[string]string{}, opened: map[string]string{}, audit: aud}
+	return &nodeReconciler{client: c, recorder: cleanEvents{recorder}, clock: clk, conflicts: map[string]string{}, opened: map[string]string{}, audit: aud}
 }
 
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -49,7 +49,7 @@ type remediationReconciler struct {
 // Tests build it on a fake clock and call Reconcile themselves.
 func newRemediationReconciler(c client.Client, reader client.Reader, recorder events.EventRecorder, o ControllerOptions, aud auditor) *remediationReconciler {
 	return &remediationReconciler{
-		client: c, reader: reader, recorder: recorder, clock: o.Clock,
+		client: c, reader: reader, recorder: cleanEvents{recorder}, clock: o.Clock,
 		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self,
 		fleet: &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/provider/fake"
 	"github.com/gpuheal/gpuheal/internal/provider/none"
@@ -276,5 +277,66 @@ func TestProviderThatCannotActLeavesTheNodeCordoned(t *testing.T) {
 	n, _ := e.node(node)
 	if !n.Spec.Unschedulable || !hasTaint(n) || n.Annotations[v1alpha1.AnnotationCordonedBy] != nr.Name || len(nr.Status.EvictedPods) != 1 {
 		t.Errorf("node not left cordoned and drained by %s: %+v %v, evicted %v", nr.Name, n.Spec, n.Annotations, nr.Status.EvictedPods)
+	}
+}
+
+// TestProviderRefusalFailsAtOnce: a provider that refuses to delete the
+// machine a node points at (its status names another node) is not retried;
+// the incident fails with its own reason, an Event and an audit record say
+// why, and the node stays cordoned for a person.
+func TestProviderRefusalFailsAtOnce(t *testing.T) {
+	e := newClockEnv(t)
+	e.policy("p")
+	node := e.addNodes("gpu", 1)[0]
+	e.prov.SetNextErrors(fmt.Errorf("node %s points at NodeClaim claim-victim: %w", node, provider.ErrNotOwned), 3)
+	e.breakGPU(node, "replace")
+	e.step(2 * time.Minute)
+	e.step(time.Hour)
+	nr := e.only(node)
+	if nr.Status.Phase != v1alpha1.PhaseFailed || nr.Status.Reason != v1alpha1.ReasonNotOwned {
+		t.Fatalf("phase %s reason %s, want Failed/%s", nr.Status.Phase, nr.Status.Reason, v1alpha1.ReasonNotOwned)
+	}
+	if calls := e.prov.CallsTo(fake.MethodReplace); len(calls) != 1 {
+		t.Errorf("%d Replace calls, want 1: a refusal is not retried", len(calls))
+	}
+	if evs := e.events.find(nr.Name, v1alpha1.ReasonNotOwned); len(evs) != 1 || !strings.Contains(evs[0].note, "claim-victim") {
+		t.Errorf("events %+v, want one %s naming claim-victim", evs, v1alpha1.ReasonNotOwned)
+	}
+	found := false
+	for _, r := range e.audit.Records() {
+		if r.Kind == audit.ProviderError && r.Reason == v1alpha1.ReasonNotOwned && strings.Contains(r.Message, "claim-victim") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no %s audit record with reason %s in %+v", audit.ProviderError, v1alpha1.ReasonNotOwned, e.audit.Records())
+	}
+	if n, _ := e.node(node); !n.Spec.Unschedulable {
+		t.Error("node not left cordoned")
+	}
+}
+
+// TestEventNotesAreTerminalSafe: text others wrote (a condition message,
+// a provider's error) reaches the controller's Events without terminal
+// escape sequences; kubectl shows those notes on terminals.
+func TestEventNotesAreTerminalSafe(t *testing.T) {
+	e := newClockEnv(t)
+	e.policy("p")
+	node := e.addNodes("gpu", 1)[0]
+	e.prov.SetNextError(errors.New("cloud down\x1b]0;owned\x07\x1b[2J\r"))
+	e.breakGPU(node, "reboot")
+	e.setCondition(node, gpuCondition, corev1.ConditionFalse, "NvidiaXID79Error", "GPU 3 fell off\x1b[8m hidden")
+	e.step(2 * time.Minute)
+	nr := e.only(node)
+	evs := e.events.find(nr.Name, v1alpha1.ReasonProviderError)
+	if len(evs) == 0 {
+		t.Fatal("no ProviderError event")
+	}
+	e.events.mu.Lock()
+	defer e.events.mu.Unlock()
+	for _, ev := range e.events.events {
+		if strings.ContainsAny(ev.note, "\x1b\x07\r") {
+			t.Errorf("event %s on %s keeps control characters: %q", ev.reason, ev.object, ev.note)
+		}
 	}
 }

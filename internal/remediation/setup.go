@@ -160,7 +160,7 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 			return err
 		}
 	}
-	return mgr.Add(&policyStatusLoop{client: c, recorder: recorder, fleet: rems.fleet, slots: &rems.slots, every: 5 * o.Poll})
+	return mgr.Add(&policyStatusLoop{client: c, recorder: cleanEvents{recorder}, fleet: rems.fleet, slots: &rems.slots, every: 5 * o.Poll})
 }
 
 // nodeHealthChanged passes node updates that matter here (conditions,

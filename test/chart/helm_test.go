@@ -32,9 +32,11 @@ type valueSet struct {
 // valueSets are rendered, linted and applied (server-side dry run) by the
 // tests. Each one turns on a different part of the chart.
 var valueSets = []valueSet{
-	{name: "defaults", kernelLog: "privileged"},
-	{name: "aws-dynamodb", args: []string{"-f", "testdata/aws-dynamodb.yaml"}, kernelLog: "privileged"},
-	{name: "monitoring", args: []string{"-f", "testdata/monitoring.yaml"}, kernelLog: "privileged"},
+	{name: "defaults", kernelLog: "syslog"},
+	{name: "aws-dynamodb", args: []string{"-f", "testdata/aws-dynamodb.yaml"}, kernelLog: "syslog"},
+	{name: "monitoring", args: []string{"-f", "testdata/monitoring.yaml"}, kernelLog: "syslog"},
+	// The one broad mode, only when asked for.
+	{name: "kmsg-privileged", args: []string{"--set", "agent.kernelLog.access=privileged"}, kernelLog: "privileged"},
 	{name: "rules-override", args: []string{"-f", "testdata/rules-override.yaml"}, kernelLog: "devicePlugin"},
 	// The shipped copy of the built-in rules, as docs/install.md tells
 	// operators to start their own; no kernel log at all.
@@ -42,7 +44,7 @@ var valueSets = []valueSet{
 		"--set", "agent.kernelLog.access=none"}, kernelLog: "none"},
 	{name: "single-replica", args: []string{"-f", "testdata/single-replica.yaml"}, kernelLog: "file"},
 	// What hack/render-deploy.sh renders into deploy/.
-	{name: "plain-manifests", args: []string{"--set", "helmLabels=false", "--set", "namespace.create=true", "--set", "uninstallHook.enabled=false"}, kernelLog: "privileged"},
+	{name: "plain-manifests", args: []string{"--set", "helmLabels=false", "--set", "namespace.create=true", "--set", "uninstallHook.enabled=false"}, kernelLog: "syslog"},
 }
 
 // namespace is where the tests install the release.

@@ -13,10 +13,10 @@ import (
 // promises, in every value set: the agent never shares the host's PID,
 // network or IPC namespace, its root file system is read-only, it mounts
 // only the host paths it reads (read-only) and its state directory, and it
-// is privileged only when the operator left the kernel log to
-// agent.kernelLog.access=privileged (the one thing no unprivileged
-// container can open without a device plugin). Otherwise every capability
-// is dropped but SYSLOG, and only for the device plugin's /dev/kmsg.
+// is privileged only when the operator chose
+// agent.kernelLog.access=privileged. Otherwise every capability is dropped
+// but SYSLOG, and that only where the kernel log is read with it (syslog(2),
+// the device plugin's /dev/kmsg).
 func TestAgentLeastPrivilege(t *testing.T) {
 	allowedHostPaths := map[string]bool{
 		"/proc": false, "/dev": false, "/dev/kmsg": false, "/var/log": false, // read-only
@@ -52,7 +52,7 @@ func TestAgentLeastPrivilege(t *testing.T) {
 					t.Errorf("capabilities.drop = %v, want [ALL]", drop)
 				}
 				want := []string(nil)
-				if access == "devicePlugin" {
+				if access == "devicePlugin" || access == "syslog" {
 					want = []string{"SYSLOG"}
 				}
 				if !slices.Equal(add, want) {
@@ -87,6 +87,50 @@ func TestAgentLeastPrivilege(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDefaultRenderHasNoPrivilegedPod: with the chart's defaults no
+// container of any pod (DaemonSet, Deployment, hook Job) is privileged,
+// may escalate, or adds a capability but the agent's SYSLOG.
+func TestDefaultRenderHasNoPrivilegedPod(t *testing.T) {
+	objs := decode(t, render(t))
+	pods := 0
+	for _, o := range objs {
+		path := []string{"spec", "template", "spec"}
+		if o.GetKind() == "Pod" {
+			path = []string{"spec"}
+		}
+		spec, ok, _ := unstructured.NestedMap(o.Object, path...)
+		if !ok {
+			continue
+		}
+		pods++
+		for _, field := range []string{"initContainers", "containers"} {
+			cs, _, _ := unstructured.NestedSlice(spec, field)
+			for _, c := range cs {
+				cm := c.(map[string]any)
+				where := o.GetKind() + " " + o.GetName() + " container " + cm["name"].(string)
+				sc, _, _ := unstructured.NestedMap(cm, "securityContext")
+				if p, _ := sc["privileged"].(bool); p {
+					t.Errorf("%s is privileged", where)
+				}
+				if ape, ok := sc["allowPrivilegeEscalation"].(bool); !ok || ape {
+					t.Errorf("%s does not set allowPrivilegeEscalation: false", where)
+				}
+				add, _, _ := unstructured.NestedStringSlice(sc, "capabilities", "add")
+				want := []string(nil)
+				if o.GetName() == "gpuheal-agent" {
+					want = []string{"SYSLOG"} // syslog(2): read the kernel log
+				}
+				if !slices.Equal(add, want) {
+					t.Errorf("%s adds capabilities %v, want %v", where, add, want)
+				}
+			}
+		}
+	}
+	if pods < 2 {
+		t.Fatalf("found %d pod templates in the default render, want the agent's and the controller's at least", pods)
 	}
 }
 

@@ -68,8 +68,8 @@ app.kubernetes.io/instance: {{ $.Release.Name }}
 
 {{- define "gpuheal.validate" -}}
 {{- $access := .Values.agent.kernelLog.access -}}
-{{- if not (has $access (list "privileged" "devicePlugin" "file" "none")) -}}
-{{- fail (printf "agent.kernelLog.access %q: want privileged, devicePlugin, file or none" $access) -}}
+{{- if not (has $access (list "syslog" "privileged" "devicePlugin" "file" "none")) -}}
+{{- fail (printf "agent.kernelLog.access %q: want syslog, privileged, devicePlugin, file or none" $access) -}}
 {{- end -}}
 {{- $sink := .Values.controller.audit.sink -}}
 {{- if not (has $sink (list "sqlite" "dynamodb" "jsonl" "none")) -}}

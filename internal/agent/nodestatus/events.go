@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 )
 
 // EventNamespace is where node events live (the kubelet's choice too), so
@@ -49,6 +50,8 @@ func (e *Events) Emit(ctx context.Context, key, reason, message string) error {
 		}
 		e.nodeUID = n.UID
 	}
+	// Event messages are shown by kubectl on terminals.
+	message = termsafe.Clean(message)
 	sum := sha256.Sum256([]byte(key))
 	name := e.node + ".gpuheal." + hex.EncodeToString(sum[:6])
 	ts := metav1.NewTime(e.clock.Now())

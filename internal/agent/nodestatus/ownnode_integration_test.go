@@ -36,63 +36,10 @@ import (
 // ServiceAccount a token bound to a pod on node A, and patches conditions
 // the way the agent does: node A is allowed, node B is denied.
 func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
-	env := testcluster.Start(t, testenv.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cs := kubernetes.NewForConfigOrDie(env.Config)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpuheal"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	root, err := testenv.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"agent-rbac.yaml", "agent-node-policy.yaml"} {
-		applyFile(ctx, t, env, filepath.Join(root, "deploy", f))
-	}
-	nodes, err := testenv.CreateGPUNodes(ctx, env.Client, "own", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeA, nodeB := nodes[0], nodes[1]
-
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent-a", Namespace: "gpuheal"},
-		Spec: corev1.PodSpec{NodeName: nodeA, ServiceAccountName: "gpuheal-agent",
-			Containers: []corev1.Container{{Name: "agent", Image: "gpuheal-agent"}}},
-	}
-	if pod, err = cs.CoreV1().Pods("gpuheal").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := cs.CoreV1().ServiceAccounts("gpuheal").CreateToken(ctx, "gpuheal-agent", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
-			Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.AnonymousClientConfig(env.Config)
-	cfg.BearerToken = tr.Status.Token
-	agent, err := kubecore.ClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := startOwnNode(t)
+	ctx, cs, agent, cfg, nodeA, nodeB := o.ctx, o.cs, o.agent, o.cfg, o.nodeA, o.nodeB
 	cond := []analyzer.ConditionStatus{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: analyzer.StatusTrue}}
 
-	// The policy takes effect once the API server's policy cache has it.
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := PatchConditions(ctx, agent, nodeB, cond, time.Now())
-		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "may only write its own Node") {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("patching node B was never denied by the policy; last result: %v", err)
-		case <-tick.C:
-		}
-	}
 	if err := PatchConditions(ctx, agent, nodeA, cond, time.Now()); err != nil {
 		t.Fatalf("patching its own node A: %v", err)
 	}
@@ -141,6 +88,79 @@ func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
 	if err := agent.Delete().Resource("nodes").Name(nodeB).Do(ctx).Error(); !apierrors.IsForbidden(err) {
 		t.Fatalf("deleting node B: %v, want forbidden", err)
 	}
+}
+
+// ownNode is the scene of the own-node policy tests: the shipped RBAC and
+// policies applied, two GPU nodes, and a client of the agent's
+// ServiceAccount whose token is bound to a pod on node A.
+type ownNode struct {
+	ctx          context.Context
+	env          *testenv.Env
+	cs           kubernetes.Interface
+	agent        rest.Interface
+	cfg          *rest.Config
+	nodeA, nodeB string
+}
+
+func startOwnNode(t *testing.T) *ownNode {
+	t.Helper()
+	env := testcluster.Start(t, testenv.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gpuheal"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	root, err := testenv.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"agent-rbac.yaml", "agent-node-policy.yaml"} {
+		applyFile(ctx, t, env, filepath.Join(root, "deploy", f))
+	}
+	nodes, err := testenv.CreateGPUNodes(ctx, env.Client, "own", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeA, nodeB := nodes[0], nodes[1]
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent-a", Namespace: "gpuheal"},
+		Spec: corev1.PodSpec{NodeName: nodeA, ServiceAccountName: "gpuheal-agent",
+			Containers: []corev1.Container{{Name: "agent", Image: "gpuheal-agent"}}},
+	}
+	if pod, err = cs.CoreV1().Pods("gpuheal").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("gpuheal").CreateToken(ctx, "gpuheal-agent", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: &authenticationv1.BoundObjectReference{
+			Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = tr.Status.Token
+	agent, err := kubecore.ClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := []analyzer.ConditionStatus{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: analyzer.StatusTrue}}
+	// The policy takes effect once the API server's policy cache has it.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := PatchConditions(ctx, agent, nodeB, cond, time.Now())
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "may only write its own Node") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("patching node B was never denied by the policy; last result: %v", err)
+		case <-tick.C:
+		}
+	}
+	return &ownNode{ctx: ctx, env: env, cs: cs, agent: agent, cfg: cfg, nodeA: nodeA, nodeB: nodeB}
 }
 
 // applyFile creates every object of a multi-document manifest.

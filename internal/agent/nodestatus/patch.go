@@ -14,6 +14,7 @@ import (
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 )
 
 // PatchConditions writes only our condition types with a strategic merge
@@ -40,7 +41,7 @@ func PatchConditions(ctx context.Context, c rest.Interface, node string, conds [
 			Type:               s.Type,
 			Status:             s.Status,
 			Reason:             reasonOrDefault(s),
-			Message:            msg,
+			Message:            termsafe.Clean(msg), // kubectl describe node shows it
 			LastHeartbeatTime:  metav1.NewTime(now),
 			LastTransitionTime: metav1.NewTime(since),
 		})

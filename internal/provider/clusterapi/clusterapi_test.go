@@ -5,6 +5,7 @@ package clusterapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,43 @@ func TestClusterAPI(t *testing.T) {
 		}
 	})
 
+	// A node's kubelet or agent can write its annotations; they may not
+	// steer a delete to another node's Machine or to the control plane.
+	t.Run("a node pointing at another node's Machine is refused", func(t *testing.T) {
+		ctx := testCtx(t)
+		createMachine(t, c, "team-a", "m-victim", "victim", true, nil)
+		createMachine(t, c, "team-a", "m-liar", "liar", true, nil)
+		for i, ann := range []map[string]string{
+			{v1alpha1.AnnotationReplaceMachine: "team-a/m-victim"},
+			{MachineAnnotation: "m-victim", ClusterNamespaceAnnotation: "team-a"},
+		} {
+			n := createNode(t, c, fmt.Sprintf("liar-%d", i), ann)
+			_, err := p.Replace(ctx, n, "inc-evil")
+			if !errors.Is(err, provider.ErrNotOwned) || !strings.Contains(err.Error(), "team-a/m-victim") || !strings.Contains(err.Error(), n.Name) {
+				t.Errorf("Replace of %s err = %v, want ErrNotOwned naming %s and team-a/m-victim", n.Name, err, n.Name)
+			}
+			if _, err := p.Status(ctx, n); !errors.Is(err, provider.ErrNotOwned) {
+				t.Errorf("Status of %s err = %v, want ErrNotOwned", n.Name, err)
+			}
+		}
+		if !machineExists(t, c, "team-a", "m-victim") || !machineExists(t, c, "team-a", "m-liar") {
+			t.Error("a Machine was deleted on the node's word")
+		}
+	})
+
+	t.Run("a control-plane Machine is refused", func(t *testing.T) {
+		ctx := testCtx(t)
+		n := createNode(t, c, "capi-cp", nil)
+		createMachine(t, c, "team-a", "m-cp", "capi-cp", true, nil, v1alpha1.LabelClusterAPIControlPlane)
+		_, err := p.Replace(ctx, n, "inc-cp")
+		if !errors.Is(err, provider.ErrNotOwned) || !strings.Contains(err.Error(), "control-plane") {
+			t.Fatalf("Replace err = %v, want ErrNotOwned saying control-plane", err)
+		}
+		if !machineExists(t, c, "team-a", "m-cp") {
+			t.Error("control-plane Machine was deleted")
+		}
+	})
+
 	t.Run("reboot is unsupported", func(t *testing.T) {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "any"}}
 		if _, err := p.Reboot(testCtx(t), n, "inc-8"); !errors.Is(err, provider.ErrUnsupported) {
@@ -157,8 +195,9 @@ func createNode(t *testing.T, c client.Client, name string, annotations map[stri
 }
 
 // createMachine creates a Machine whose status.nodeRef names nodeName,
-// controlled by a MachineSet when controlled is set.
-func createMachine(t *testing.T, c client.Client, ns, name, nodeName string, controlled bool, finalizers []string) {
+// controlled by a MachineSet when controlled is set, carrying labels (with
+// empty values).
+func createMachine(t *testing.T, c client.Client, ns, name, nodeName string, controlled bool, finalizers []string, labels ...string) {
 	t.Helper()
 	ctx := testCtx(t)
 	m := &unstructured.Unstructured{}
@@ -166,6 +205,11 @@ func createMachine(t *testing.T, c client.Client, ns, name, nodeName string, con
 	m.SetNamespace(ns)
 	m.SetName(name)
 	m.SetFinalizers(finalizers)
+	l := map[string]string{}
+	for _, k := range labels {
+		l[k] = ""
+	}
+	m.SetLabels(l)
 	if controlled {
 		yes := true
 		m.SetOwnerReferences([]metav1.OwnerReference{{

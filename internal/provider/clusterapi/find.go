@@ -18,18 +18,21 @@ import (
 
 // find returns the key of the Machine that owns node and the object itself;
 // the object is nil when the node names a Machine that no longer exists.
-// The node's own annotations (ours first, then Cluster API's) name it
-// directly; otherwise the Machine whose status.nodeRef is the node. Without
-// any, the error wraps provider.ErrNotFound.
+//
+// The node's annotations (ours first, then Cluster API's) say which
+// Machine to look at, but a node's kubelet or agent can write them, so
+// only the Machine's status.nodeRef proves ownership: a named Machine whose
+// nodeRef is another node is refused with provider.ErrNotOwned, as is any
+// control-plane Machine. Without annotations, the Machine whose nodeRef is
+// the node. Without any, the error wraps provider.ErrNotFound.
 func (p *Provider) find(ctx context.Context, node *corev1.Node) (types.NamespacedName, *unstructured.Unstructured, error) {
 	if id := node.Annotations[v1alpha1.AnnotationReplaceMachine]; id != "" {
 		if ns, name, ok := strings.Cut(id, "/"); ok {
-			return p.get(ctx, types.NamespacedName{Namespace: ns, Name: name})
+			return p.getOwned(ctx, node, types.NamespacedName{Namespace: ns, Name: name}, "annotation "+v1alpha1.AnnotationReplaceMachine)
 		}
 	}
-	annotated := node.Annotations[MachineAnnotation]
-	if ns := node.Annotations[ClusterNamespaceAnnotation]; annotated != "" && ns != "" {
-		return p.get(ctx, types.NamespacedName{Namespace: ns, Name: annotated})
+	if name, ns := node.Annotations[MachineAnnotation], node.Annotations[ClusterNamespaceAnnotation]; name != "" && ns != "" {
+		return p.getOwned(ctx, node, types.NamespacedName{Namespace: ns, Name: name}, "annotation "+MachineAnnotation)
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(MachineGVK.GroupVersion().WithKind(MachineGVK.Kind + "List"))
@@ -41,15 +44,42 @@ func (p *Provider) find(ctx context.Context, node *corev1.Node) (types.Namespace
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
-		// Without the namespace annotation the Machine's name alone is
-		// still a match, in whatever namespace it lives.
-		ref, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
-		if ref == node.Name || (annotated != "" && m.GetName() == annotated) {
-			return client.ObjectKeyFromObject(m), m, nil
+		if nodeRef(m) == node.Name {
+			return client.ObjectKeyFromObject(m), m, verify(node, m, "status.nodeRef")
 		}
 	}
-	return types.NamespacedName{}, nil, fmt.Errorf("node has no %s annotation and no Machine's status.nodeRef names it: %w",
-		MachineAnnotation, provider.ErrNotFound)
+	return types.NamespacedName{}, nil, fmt.Errorf("no Machine's status.nodeRef names node %s: %w", node.Name, provider.ErrNotFound)
+}
+
+// getOwned reads the Machine a node's annotation (named by via) points at
+// and verifies that it is the node's.
+func (p *Provider) getOwned(ctx context.Context, node *corev1.Node, key types.NamespacedName, via string) (types.NamespacedName, *unstructured.Unstructured, error) {
+	key, m, err := p.get(ctx, key)
+	if err != nil || m == nil {
+		return key, m, err
+	}
+	return key, m, verify(node, m, via)
+}
+
+// verify refuses a Machine that is not provably node's, or that runs the
+// control plane (Cluster API's control plane provider, not gpuheal, decides
+// when one of those goes).
+func verify(node *corev1.Node, m *unstructured.Unstructured, via string) error {
+	id := client.ObjectKeyFromObject(m).String()
+	if ref := nodeRef(m); ref != node.Name {
+		return fmt.Errorf("node %s points at Machine %s by its %s, but that Machine's status.nodeRef is %q; refusing to delete it: %w",
+			node.Name, id, via, ref, provider.ErrNotOwned)
+	}
+	if _, ok := m.GetLabels()[v1alpha1.LabelClusterAPIControlPlane]; ok {
+		return fmt.Errorf("refusing to delete Machine %s of node %s: it is a control-plane Machine (label %s): %w",
+			id, node.Name, v1alpha1.LabelClusterAPIControlPlane, provider.ErrNotOwned)
+	}
+	return nil
+}
+
+func nodeRef(m *unstructured.Unstructured) string {
+	ref, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+	return ref
 }
 
 // get reads one Machine; absent is a nil object, not an error.

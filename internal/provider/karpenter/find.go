@@ -17,13 +17,22 @@ import (
 
 // find returns the name of the NodeClaim that owns node and the object
 // itself; the object is nil when the node names a NodeClaim that no longer
-// exists (deleted by us or by Karpenter). Matching follows what Karpenter
-// writes: status.providerID is the instance, status.nodeName the node that
-// registered, and the node's owner reference the NodeClaim. Without any of
-// these the error wraps provider.ErrNotFound.
+// exists (deleted by us or by Karpenter).
+//
+// Only the NodeClaim's status proves ownership: status.providerID is the
+// instance, status.nodeName the node that registered, and both are written
+// by Karpenter. The node's own hints (our replace annotation, its owner
+// references) can be written by its kubelet or agent, so they only say
+// which NodeClaim to look at; one that exists and is not this node's is
+// refused with provider.ErrNotOwned. Without any match the error wraps
+// provider.ErrNotFound.
 func (p *Provider) find(ctx context.Context, node *corev1.Node) (string, *unstructured.Unstructured, error) {
 	if name := node.Annotations[v1alpha1.AnnotationReplaceNodeClaim]; name != "" {
-		return p.get(ctx, name)
+		name, claim, err := p.get(ctx, name)
+		if err != nil || claim == nil {
+			return name, claim, err
+		}
+		return name, claim, verify(node, claim, "annotation "+v1alpha1.AnnotationReplaceNodeClaim)
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(NodeClaimGVK.GroupVersion().WithKind(NodeClaimGVK.Kind + "List"))
@@ -33,13 +42,10 @@ func (p *Provider) find(ctx context.Context, node *corev1.Node) (string, *unstru
 		}
 		return "", nil, fmt.Errorf("listing NodeClaims: %w", err)
 	}
-	if id := node.Spec.ProviderID; id != "" {
-		if c := match(list.Items, "providerID", id); c != nil {
-			return c.GetName(), c, nil
+	for i := range list.Items {
+		if owns(node, &list.Items[i]) {
+			return list.Items[i].GetName(), &list.Items[i], nil
 		}
-	}
-	if c := match(list.Items, "nodeName", node.Name); c != nil {
-		return c.GetName(), c, nil
 	}
 	for _, ref := range node.OwnerReferences {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
@@ -48,7 +54,8 @@ func (p *Provider) find(ctx context.Context, node *corev1.Node) (string, *unstru
 		}
 		for i := range list.Items {
 			if list.Items[i].GetName() == ref.Name {
-				return ref.Name, &list.Items[i], nil
+				// It exists and did not match above: not this node's.
+				return ref.Name, &list.Items[i], verify(node, &list.Items[i], "owner reference")
 			}
 		}
 		// The node was Karpenter's; its NodeClaim is already gone.
@@ -56,6 +63,26 @@ func (p *Provider) find(ctx context.Context, node *corev1.Node) (string, *unstru
 	}
 	return "", nil, fmt.Errorf("no NodeClaim has providerID %q or nodeName %q, and the node has no NodeClaim owner: %w",
 		node.Spec.ProviderID, node.Name, provider.ErrNotFound)
+}
+
+// owns reports whether the NodeClaim's status names node: its nodeName, or
+// its providerID when the node has one.
+func owns(node *corev1.Node, claim *unstructured.Unstructured) bool {
+	nodeName, _, _ := unstructured.NestedString(claim.Object, "status", "nodeName")
+	providerID, _, _ := unstructured.NestedString(claim.Object, "status", "providerID")
+	return nodeName == node.Name || (node.Spec.ProviderID != "" && providerID == node.Spec.ProviderID)
+}
+
+// verify refuses a NodeClaim that the node's hint (named by via) points at
+// but whose status does not name the node.
+func verify(node *corev1.Node, claim *unstructured.Unstructured, via string) error {
+	if owns(node, claim) {
+		return nil
+	}
+	nodeName, _, _ := unstructured.NestedString(claim.Object, "status", "nodeName")
+	providerID, _, _ := unstructured.NestedString(claim.Object, "status", "providerID")
+	return fmt.Errorf("node %s (providerID %q) points at NodeClaim %s by its %s, but that NodeClaim's status has nodeName %q and providerID %q; refusing to delete it: %w",
+		node.Name, node.Spec.ProviderID, claim.GetName(), via, nodeName, providerID, provider.ErrNotOwned)
 }
 
 // get reads one NodeClaim; absent is a nil object, not an error.
@@ -68,13 +95,4 @@ func (p *Provider) get(ctx context.Context, name string) (string, *unstructured.
 		return "", nil, fmt.Errorf("reading NodeClaim %s: %w", name, err)
 	}
 	return name, claim, nil
-}
-
-func match(items []unstructured.Unstructured, field, want string) *unstructured.Unstructured {
-	for i := range items {
-		if v, _, _ := unstructured.NestedString(items[i].Object, "status", field); v == want {
-			return &items[i]
-		}
-	}
-	return nil
 }

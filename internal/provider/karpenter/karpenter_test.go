@@ -81,18 +81,42 @@ func TestKarpenter(t *testing.T) {
 		}
 	})
 
-	t.Run("replace falls back to the node's owner reference", func(t *testing.T) {
-		ctx := testCtx(t)
-		claim := createClaim(t, c, "claim-owner", nil, nil)
+	t.Run("an owner reference to a gone NodeClaim counts as replaced", func(t *testing.T) {
 		n := createNode(t, c, "owned", "aws:///us-east-1b/i-0ccc", []metav1.OwnerReference{{
-			APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: claim.GetName(), UID: claim.GetUID(),
+			APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: "claim-owner", UID: "gone-uid",
 		}})
-		id, err := p.Replace(ctx, n, "inc-3")
-		if err != nil || id != "claim-owner" {
-			t.Fatalf("Replace = %q, %v; want claim-owner", id, err)
+		if st, err := p.Status(testCtx(t), n); err != nil || st.State != provider.StateGone || st.ID != "claim-owner" {
+			t.Errorf("Status = %+v, %v; want Gone claim-owner", st, err)
 		}
-		if claimExists(t, c, "claim-owner") {
-			t.Error("claim-owner still exists")
+	})
+
+	// A node's kubelet or agent can write its annotations and owner
+	// references; neither may steer a delete to another node's NodeClaim.
+	t.Run("a node pointing at another node's NodeClaim is refused", func(t *testing.T) {
+		ctx := testCtx(t)
+		victim := createClaim(t, c, "claim-victim", map[string]any{"providerID": "aws:///us-east-1a/i-0vvv", "nodeName": "victim"}, nil)
+		// The attacker's own NodeClaim exists too: a hint must win over
+		// no match, but never over the victim's status.
+		createClaim(t, c, "claim-liar", map[string]any{"providerID": "aws:///us-east-1a/i-0lll", "nodeName": "liar"}, nil)
+		byAnnotation := createNode(t, c, "liar", "aws:///us-east-1a/i-0lll", nil)
+		byAnnotation.Annotations = map[string]string{v1alpha1.AnnotationReplaceNodeClaim: "claim-victim"}
+		if err := c.Update(ctx, byAnnotation); err != nil {
+			t.Fatal(err)
+		}
+		byOwner := createNode(t, c, "liar-2", "", []metav1.OwnerReference{{
+			APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: victim.GetName(), UID: victim.GetUID(),
+		}})
+		for _, n := range []*corev1.Node{byAnnotation, byOwner} {
+			_, err := p.Replace(ctx, n, "inc-evil")
+			if !errors.Is(err, provider.ErrNotOwned) || !strings.Contains(err.Error(), "claim-victim") || !strings.Contains(err.Error(), n.Name) {
+				t.Errorf("Replace of %s err = %v, want ErrNotOwned naming %s and claim-victim", n.Name, err, n.Name)
+			}
+			if _, err := p.Status(ctx, n); !errors.Is(err, provider.ErrNotOwned) {
+				t.Errorf("Status of %s err = %v, want ErrNotOwned", n.Name, err)
+			}
+		}
+		if !claimExists(t, c, "claim-victim") || !claimExists(t, c, "claim-liar") {
+			t.Error("a NodeClaim was deleted on the node's word")
 		}
 	})
 
