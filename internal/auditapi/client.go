@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/audit/jsonl"
 )
 
 // Client reads a controller's audit log through Handler. It is an
@@ -157,8 +158,18 @@ func (c *Client) URL(endpoint string, q url.Values) string {
 	return s
 }
 
-// Query implements audit.Reader.
+// Query implements audit.Reader. A query for more than a page holds
+// (MaxLimit; a negative Limit is every match) reads the export stream and
+// filters it here.
 func (c *Client) Query(ctx context.Context, f audit.Filter) ([]audit.Record, error) {
+	if f.Limit < 0 || f.Limit > MaxLimit {
+		var recs []audit.Record
+		err := c.get(ctx, ExportPath, nil, func(body io.Reader) (err error) {
+			recs, err = jsonl.Query(body, f)
+			return err
+		})
+		return recs, err
+	}
 	q := url.Values{}
 	if f.Node != "" {
 		q.Set(ParamNode, f.Node)
