@@ -92,3 +92,18 @@ func TestEndpointsSecureByDefault(t *testing.T) {
 		t.Error("networkPolicy.enabled=false still renders the NetworkPolicy")
 	}
 }
+
+// TestAgentReadinessProbe: the agent's readiness probe asks /readyz, which
+// follows the GPUs and the API server, with the threshold from the values.
+func TestAgentReadinessProbe(t *testing.T) {
+	ds := find(t, decode(t, render(t, "--set", "agent.readyThreshold=5m")), "DaemonSet", "gpuheal-agent")
+	c := container(t, ds, "agent")
+	path, _, _ := unstructured.NestedString(c, "readinessProbe", "httpGet", "path")
+	live, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "path")
+	if path != "/readyz" || live != "/healthz" {
+		t.Errorf("readiness probe %q, liveness %q; want /readyz and /healthz", path, live)
+	}
+	if args := containerArgs(t, ds, "agent"); !slices.Contains(args, "--ready-threshold=5m") {
+		t.Errorf("agent args %v lack --ready-threshold=5m", args)
+	}
+}
