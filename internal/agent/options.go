@@ -26,9 +26,9 @@ type Options struct {
 	NodeName   string
 	Kubeconfig string
 
-	Backend      string
-	SMIPath      string
-	CallTimeout  time.Duration
+	Backend     string
+	SMIPath     string
+	CallTimeout time.Duration
 	// ReadyThreshold: /readyz fails once reading the GPUs or writing the
 	// Node has failed for longer (0: DefaultReadyThreshold).
 	ReadyThreshold time.Duration
