@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -139,7 +138,7 @@ func metricsOptions(opts ManagerOptions) metricsserver.Options {
 	if opts.SecureMetrics {
 		m.SecureServing = true
 		m.CertDir = opts.MetricsCertDir
-		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.FilterProvider = authFilter
 		// HTTP/2 stays off: its rapid-reset and stream floods
 		// (CVE-2023-44487) reach a server before any authentication.
 		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
