@@ -17,8 +17,11 @@
 # cross compiler (the local builder has it; on golang:*-bookworm it is
 # installed below), so no emulation is needed.
 
-ARG BUILDER_IMAGE=golang:1.26-bookworm
-ARG RUNTIME_IMAGE=gcr.io/distroless/base-debian12
+# Base images are pinned by digest (the tag says what it is, the digest
+# which one): a rebuild takes the same bases until a commit moves the pin.
+# docs/images.md says where the digests come from and how to move them.
+ARG BUILDER_IMAGE=golang:1.26-bookworm@sha256:b305420a68d0f229d91eb3b3ed9e519fcf2cf5461da4bef997bf927e8c0bfd2b
+ARG RUNTIME_IMAGE=gcr.io/distroless/base-debian12@sha256:9e9b50d2048db3741f86a48d939b4e4cc775f5889b3496439343301ff54cdba8
 
 FROM --platform=$BUILDPLATFORM ${BUILDER_IMAGE} AS build
 ARG TARGETARCH

@@ -9,8 +9,11 @@
 # images` builds it from locally made bases (hack/base-images.sh) by
 # overriding BUILDER_IMAGE and RUNTIME_IMAGE; docs/images.md.
 
-ARG BUILDER_IMAGE=golang:1.26-bookworm
-ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot
+# Base images are pinned by digest (the tag says what it is, the digest
+# which one): a rebuild takes the same bases until a commit moves the pin.
+# docs/images.md says where the digests come from and how to move them.
+ARG BUILDER_IMAGE=golang:1.26-bookworm@sha256:b305420a68d0f229d91eb3b3ed9e519fcf2cf5461da4bef997bf927e8c0bfd2b
+ARG RUNTIME_IMAGE=gcr.io/distroless/static-debian12:nonroot@sha256:d093aa3e30dbadd3efe1310db061a14da60299baff8450a17fe0ccc514a16639
 
 FROM --platform=$BUILDPLATFORM ${BUILDER_IMAGE} AS build
 WORKDIR /src

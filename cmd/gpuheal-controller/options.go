@@ -41,6 +41,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.log.Level, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&m.Kubeconfig, "kubeconfig", "", "kubeconfig path (default: in-cluster, then $KUBECONFIG)")
 	fs.StringVar(&m.MetricsAddress, "metrics-address", ":8080", "address of the Prometheus metrics endpoint")
+	fs.BoolVar(&m.SecureMetrics, "metrics-secure", true, "serve metrics, the audit API and the status page over TLS, only to callers the API server authenticates and authorizes (get on the path as a nonResourceURL); false serves plain HTTP to anyone who reaches the port")
+	fs.StringVar(&m.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for --metrics-secure (default: a self-signed certificate)")
 	fs.StringVar(&m.HealthAddress, "health-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&m.LeaderElection, "leader-elect", true, "elect a leader through a Lease so that only one replica acts")
 	fs.StringVar(&m.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader Lease (default: the pod's namespace)")

@@ -26,10 +26,13 @@ type Options struct {
 	NodeName   string
 	Kubeconfig string
 
-	Backend      string
-	SMIPath      string
-	CallTimeout  time.Duration
-	ExpectedGPUs int
+	Backend     string
+	SMIPath     string
+	CallTimeout time.Duration
+	// ReadyThreshold: /readyz fails once reading the GPUs or writing the
+	// Node has failed for longer (0: DefaultReadyThreshold).
+	ReadyThreshold time.Duration
+	ExpectedGPUs   int
 	// HostRoot is where the host's / is mounted (for /proc/driver/nvidia,
 	// /dev/nvidia*); "/" outside a container.
 	HostRoot string
@@ -105,6 +108,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CallTimeout <= 0 || o.CallTimeout >= o.Interval {
 		return fmt.Errorf("--call-timeout %v: must be positive and shorter than --interval %v", o.CallTimeout, o.Interval)
+	}
+	if o.ReadyThreshold < 0 || (o.ReadyThreshold > 0 && o.ReadyThreshold < o.Interval) {
+		return fmt.Errorf("--ready-threshold %v: must be at least --interval %v (one failed pass is not a failing agent)", o.ReadyThreshold, o.Interval)
 	}
 	if o.DriverRoot != "" && !filepath.IsAbs(o.DriverRoot) {
 		return fmt.Errorf("--driver-root %q: must be an absolute path", o.DriverRoot)

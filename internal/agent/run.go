@@ -79,7 +79,22 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	c.onSnapshot = health.setSnapshot
+	threshold := o.ReadyThreshold
+	if threshold == 0 {
+		threshold = DefaultReadyThreshold
+	}
+	ready := newReadiness(clk, threshold)
+	c.onSnapshot = func(s *gpu.NodeSnapshot) {
+		var err error
+		if s == nil {
+			err = errNoSnapshot
+		}
+		ready.observe(readyGPU, err)
+		health.setSnapshot(s)
+	}
+	if health.conditions != nil {
+		health.conditions.ObserveSync(func(err error) { ready.observe(readyAPI, err) })
+	}
 	onFinding := health.addFinding
 	pred, err := startPredictor(ctx, o, model, exp, kube, clk, log)
 	if err != nil {
@@ -121,7 +136,7 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		c.run(ctx, o.Interval)
 		return nil
 	}
-	srv, addr, err := ServeHTTP(o.MetricsAddress, metricsMux(exp.Handler()))
+	srv, addr, err := ServeHTTP(o.MetricsAddress, metricsMux(exp.Handler(), ready))
 	if err != nil {
 		return err
 	}
@@ -145,10 +160,16 @@ func instanceName(o *Options) string {
 	return "standalone"
 }
 
-// metricsMux serves h at /metrics with a /healthz beside it.
-func metricsMux(h http.Handler) http.Handler {
+// errNoSnapshot is the readiness error of a failed GPU read (the reason
+// is in the log and the collector metrics).
+var errNoSnapshot = errors.New("the GPU backend returned no snapshot")
+
+// metricsMux serves h at /metrics with /healthz (the process answers) and
+// /readyz (ready) beside it.
+func metricsMux(h, ready http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
+	mux.Handle("/readyz", ready)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	return mux
 }

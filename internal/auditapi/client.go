@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/audit/jsonl"
 )
 
 // Client reads a controller's audit log through Handler. It is an
@@ -22,7 +23,16 @@ import (
 type Client struct {
 	base string // up to, without, the /audit/ prefix
 	hc   *http.Client
+	// unauthorized is added to a 401 answer's error: what to do instead.
+	unauthorized string
 }
+
+// ProxyUnauthorized explains a 401 through the API server's service proxy:
+// the API server authenticates the caller and then drops the token, and a
+// controller serving with --metrics-secure authenticates every request
+// itself.
+const ProxyUnauthorized = "the controller authenticates each request's token, which the API server's service proxy does not forward: " +
+	"kubectl port-forward to the controller's leader pod, then use --controller-url https://localhost:8080"
 
 var _ audit.Reader = (*Client)(nil)
 
@@ -145,7 +155,12 @@ func NewServiceProxyClient(cfg *rest.Config, s Service) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building an HTTP client for %s: %w", cfg.Host, err)
 	}
-	return NewClient(base, hc)
+	c, err := NewClient(base, hc)
+	if err != nil {
+		return nil, err
+	}
+	c.unauthorized = ProxyUnauthorized
+	return c, nil
 }
 
 // URL is the address of endpoint ("records", "verify", "export").
@@ -157,8 +172,18 @@ func (c *Client) URL(endpoint string, q url.Values) string {
 	return s
 }
 
-// Query implements audit.Reader.
+// Query implements audit.Reader. A query for more than a page holds
+// (MaxLimit; a negative Limit is every match) reads the export stream and
+// filters it here.
 func (c *Client) Query(ctx context.Context, f audit.Filter) ([]audit.Record, error) {
+	if f.Limit < 0 || f.Limit > MaxLimit {
+		var recs []audit.Record
+		err := c.get(ctx, ExportPath, nil, func(body io.Reader) (err error) {
+			recs, err = jsonl.Query(body, f)
+			return err
+		})
+		return recs, err
+	}
 	q := url.Values{}
 	if f.Node != "" {
 		q.Set(ParamNode, f.Node)
@@ -210,7 +235,11 @@ func (c *Client) get(ctx context.Context, endpoint string, q url.Values, read fu
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("audit API GET %s: %s: %s", u, resp.Status, errorMessage(resp.Body))
+		msg := errorMessage(resp.Body)
+		if resp.StatusCode == http.StatusUnauthorized && c.unauthorized != "" {
+			msg += " (" + c.unauthorized + ")"
+		}
+		return fmt.Errorf("audit API GET %s: %s: %s", u, resp.Status, msg)
 	}
 	if err := read(resp.Body); err != nil {
 		return fmt.Errorf("audit API GET %s: reading the answer: %w", u, err)

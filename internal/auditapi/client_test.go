@@ -99,7 +99,7 @@ func TestServiceProxyClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := c.Query(context.Background(), audit.Filter{Node: auditapitest.NodeB, Since: now.Add(-2 * time.Hour), Limit: -1})
+	recs, err := c.Query(context.Background(), audit.Filter{Node: auditapitest.NodeB, Since: now.Add(-2 * time.Hour), Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

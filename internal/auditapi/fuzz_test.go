@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/gpuheal/gpuheal/internal/audit"
 )
 
@@ -28,7 +30,7 @@ func FuzzParseFilter(f *testing.F) {
 	if err := mem.Write(context.Background(), audit.Record{Key: "k", Kind: audit.Detected, Node: "gpu-a", Time: now.Add(-time.Hour)}); err != nil {
 		f.Fatal(err)
 	}
-	h := &handler{reader: mem, now: func() time.Time { return now }}
+	h := &handler{reader: mem, now: func() time.Time { return now }, limits: newClientLimits(Options{Rate: rate.Inf})}
 	f.Fuzz(func(t *testing.T, raw string) {
 		if q, err := url.ParseQuery(raw); err == nil {
 			flt, err := ParseFilter(q, now)

@@ -2,18 +2,20 @@
 // for the CLI: on the controller's metrics server under /audit/, reached
 // through the API server's service proxy so that no extra port is opened.
 //
-//	GET /audit/records?node=&incident=&since=&limit=  JSON array of records, oldest first
+//	GET /audit/records?node=&incident=&since=&limit=  JSON array of records, oldest first (limit 1 to MaxLimit)
 //	GET /audit/verify                                 JSON VerifyReport
 //	GET /audit/export                                 JSON lines, every record, oldest first
 //
 // Records use the audit package's JSON form (audit.Record.MarshalJSON),
-// the same as a line of an export.
+// the same as a line of an export. Each client (by remote address) may make
+// Options.Rate requests a second; past that it gets 429 with Retry-After.
 package auditapi
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -33,16 +35,22 @@ const (
 	ExportPath  = "export"
 )
 
-// Handler serves r under Prefix. It also works behind http.StripPrefix
-// (paths /records, /verify, /export). A nil r (the controller writes its
-// audit log to stdout, or keeps none) answers 503.
+// Handler serves r under Prefix with DefaultOptions. It also works behind
+// http.StripPrefix (paths /records, /verify, /export). A nil r (the
+// controller writes its audit log to stdout, or keeps none) answers 503.
 func Handler(r audit.Reader) http.Handler {
-	return &handler{reader: r, now: time.Now}
+	return NewHandler(r, DefaultOptions())
+}
+
+// NewHandler is Handler with its request rate chosen.
+func NewHandler(r audit.Reader, o Options) http.Handler {
+	return &handler{reader: r, now: time.Now, limits: newClientLimits(o)}
 }
 
 type handler struct {
 	reader audit.Reader
 	now    func() time.Time
+	limits *clientLimits
 }
 
 // ErrNoStore is the 503 message when the controller keeps no readable store.
@@ -50,6 +58,12 @@ const ErrNoStore = "this controller keeps no readable audit store (--audit-sink 
 	"read the audit log from where its output is shipped, or run the controller with --audit-sink sqlite or dynamodb"
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if wait, ok := h.limits.allow(r); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many audit API requests from %s: at most %g a second, try again in %v",
+			clientKey(r), float64(h.limits.o.Rate), wait.Round(time.Millisecond)))
+		return
+	}
 	p := strings.TrimPrefix(r.URL.Path, strings.TrimSuffix(Prefix, "/"))
 	p = strings.TrimPrefix(p, "/")
 	if p != RecordsPath && p != VerifyPath && p != ExportPath {
@@ -168,9 +182,13 @@ const (
 	ParamLimit    = "limit"
 )
 
+// MaxLimit bounds one page of /audit/records: a larger answer is built in
+// memory whole. /audit/export streams every record instead.
+const MaxLimit = audit.DefaultLimit
+
 // ParseFilter reads the query of /audit/records: node, incident, since
-// (RFC 3339, or a Go duration before now such as 24h) and limit (as
-// audit.Filter.Limit: absent or 0 the default, negative no limit). An
+// (RFC 3339, or a Go duration before now such as 24h) and limit (absent or
+// 0 audit.DefaultLimit, else 1 to MaxLimit). An
 // unknown or repeated parameter is an error, so that a typo is not read
 // as "everything". Errors name the parameter.
 func ParseFilter(q url.Values, now time.Time) (audit.Filter, error) {
@@ -195,6 +213,10 @@ func ParseFilter(q url.Values, now time.Time) (audit.Filter, error) {
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				return audit.Filter{}, fmt.Errorf("query parameter %q: %q is not an integer", k, v)
+			}
+			if n < 0 || n > MaxLimit {
+				return audit.Filter{}, fmt.Errorf("query parameter %q: %d is outside 1 to %d (MaxLimit); read every record from %s%s",
+					k, n, MaxLimit, Prefix, ExportPath)
 			}
 			f.Limit = n
 		default:

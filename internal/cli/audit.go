@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/mod/sumdb/note"
+	"k8s.io/client-go/rest"
 
 	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/audit/jsonl"
@@ -34,14 +36,20 @@ type auditSourceOptions struct {
 	service       string
 	port          string
 	controllerURL string
-	dbPath        string
-	jsonlPath     string
+	// controllerCA and controllerInsecure check the certificate of an
+	// https --controller-url (the controller's own, not the API server's).
+	controllerCA       string
+	controllerInsecure bool
+	dbPath             string
+	jsonlPath          string
 }
 
 func (o *auditSourceOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.service, "service", auditapi.DefaultService, "the controller's Service, reached through the API server's service proxy")
 	fs.StringVar(&o.port, "service-port", auditapi.DefaultPort, "name or number of the Service's metrics port")
-	fs.StringVar(&o.controllerURL, "controller-url", "", "talk to the controller directly (a port-forward: http://localhost:8080) instead of through the API server")
+	fs.StringVar(&o.controllerURL, "controller-url", "", "talk to the controller directly (a port-forward: https://localhost:8080) with the kubeconfig's token, instead of through the API server")
+	fs.StringVar(&o.controllerCA, "controller-ca-file", "", "with an https --controller-url: the CA of the controller's serving certificate")
+	fs.BoolVar(&o.controllerInsecure, "controller-insecure-skip-tls-verify", false, "with an https --controller-url: do not check the controller's certificate (its default one is self-signed)")
 	o.addFileFlags(fs)
 }
 
@@ -86,7 +94,11 @@ func (o *auditSourceOptions) open(ctx context.Context) (audit.Reader, func(), er
 		}
 		return jsonlFile(o.jsonlPath), noop, nil
 	case o.controllerURL != "":
-		c, err := auditapi.NewClient(o.controllerURL, nil)
+		hc, err := o.controllerClient()
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := auditapi.NewClient(o.controllerURL, hc)
 		return c, noop, err
 	}
 	if o.kube == nil {
@@ -98,6 +110,28 @@ func (o *auditSourceOptions) open(ctx context.Context) (audit.Reader, func(), er
 	}
 	c, err := auditapi.NewServiceProxyClient(cfg, auditapi.Service{Namespace: o.namespace, Name: o.service, Port: o.port})
 	return c, noop, err
+}
+
+// controllerClient sends the kubeconfig's credentials to an https
+// controller, which authenticates them with a TokenReview (a client
+// certificate is not enough: use --token), and checks the controller's
+// certificate instead of the API server's. Plain http gets no credentials.
+func (o *auditSourceOptions) controllerClient() (*http.Client, error) {
+	if !strings.HasPrefix(o.controllerURL, "https://") || o.kube == nil {
+		return nil, nil
+	}
+	cfg, err := o.kube.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: o.controllerCA, Insecure: o.controllerInsecure}
+	cfg.Timeout = 0 // the export streams; the command's context bounds it
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building an HTTP client for %s: %w", o.controllerURL, err)
+	}
+	return hc, nil
 }
 
 // jsonlFile reads a JSON lines audit file without opening it for writing

@@ -29,6 +29,7 @@ func startDemoProcesses(binDir, workDir, kubeconfig string, o *demoOptions, pace
 		"--kubeconfig=" + kubeconfig, "--providers=kwok", "--leader-elect=false",
 		"--kwok-boot-delay=" + pace.bootDelay.String(), "--kwok-reboot-delay=" + pace.rebootDelay.String(),
 		"--metrics-address=" + o.metricsAddr, "--health-address=127.0.0.1:0", "--status-page",
+		"--metrics-secure=false", // the demo's own API server, on loopback; the browser opens the page plainly
 		"--audit-sqlite-path=" + filepath.Join(workDir, "audit.db"), "--score-interval=10s", "--log-format=text",
 	}
 	for _, c := range []struct {

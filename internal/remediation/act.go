@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -29,16 +30,28 @@ const maxProviderErrors = 8
 // maxProviderBackoff bounds the wait between failed provider calls.
 const maxProviderBackoff = 5 * time.Minute
 
-// providerBackoff is the wait after the n-th failed call of an attempt:
-// 5 polls, doubling, at most maxProviderBackoff. It is measured from the
-// recorded time of the failure, not slept, because recording the failure
-// wakes the reconciler at once.
-func providerBackoff(poll time.Duration, n int) time.Duration {
+// providerJitter stretches each wait by up to this fraction: incidents
+// whose calls failed together (a cloud API outage) call again at different
+// times instead of in step.
+const providerJitter = 0.2
+
+// providerBackoff is the wait after the n-th failed call of an attempt of
+// incident: 5 polls, doubling, at most maxProviderBackoff, stretched by
+// up to providerJitter. The stretch is a hash of the incident and n, not a
+// random draw, because every reconcile recomputes the wait. It is measured
+// from the recorded time of the failure, not slept, because recording the
+// failure wakes the reconciler at once.
+func providerBackoff(poll time.Duration, n int, incident string) time.Duration {
 	d := 5 * poll
 	for i := 1; i < n && d < maxProviderBackoff; i++ {
 		d *= 2
 	}
-	return min(d, maxProviderBackoff)
+	d = min(d, maxProviderBackoff)
+	h := fnv.New64a()
+	_, _ = fmt.Fprintf(h, "%s/%d", incident, n)
+	frac := float64(h.Sum64()%1024) / 1024
+	// Whole seconds: the failure's time is recorded to the second.
+	return d + time.Duration(frac*providerJitter*float64(d)).Truncate(time.Second)
 }
 
 // drained starts the action: the phase (and attempt number) is recorded
@@ -105,7 +118,7 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonNodeDeleted, "the node no longer exists")
 	}
 	if errorsThisAttempt > 0 {
-		if wait := providerBackoff(r.poll, errorsThisAttempt) - r.clock.Since(lastError); wait > 0 {
+		if wait := providerBackoff(r.poll, errorsThisAttempt, in.nr.Name) - r.clock.Since(lastError); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
@@ -168,7 +181,7 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 			return ctrl.Result{}, uerr
 		}
 		r.recorder.Eventf(in.nr, in.node, corev1.EventTypeWarning, v1alpha1.ReasonProviderError, string(action), "%v", err)
-		return ctrl.Result{RequeueAfter: providerBackoff(r.poll, errorsThisAttempt+1)}, nil
+		return ctrl.Result{RequeueAfter: providerBackoff(r.poll, errorsThisAttempt+1, in.nr.Name)}, nil
 	}
 	return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseVerifying, v1alpha1.ReasonVerifying,
 		fmt.Sprintf("%s requested from %s (%s); waiting for the node to be Ready and healthy", action, prov.Name(), req.RequestID))

@@ -4,6 +4,7 @@
 package remediation
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"time"
@@ -48,10 +49,16 @@ type ManagerOptions struct {
 	// WrapClient, when set, wraps the manager's client (tests inject API
 	// errors with controller-runtime's interceptor).
 	WrapClient func(client.WithWatch) client.Client
-	// ExtraHandlers are served beside /metrics (the audit API), so the
-	// CLI reaches them through the API server's service proxy and no
-	// other port is opened.
+	// ExtraHandlers are served beside /metrics, behind the same TLS and
+	// authentication, and no other port is opened.
 	ExtraHandlers map[string]http.Handler
+	// SecureMetrics serves /metrics and the extra handlers over TLS, only to
+	// callers the API server authenticates (TokenReview) and authorizes
+	// (SubjectAccessReview of the request path as a nonResourceURL).
+	SecureMetrics bool
+	// MetricsCertDir holds tls.crt and tls.key (reloaded when they change);
+	// empty means a self-signed certificate made at start.
+	MetricsCertDir string
 }
 
 // NewManager builds the manager: leader election on a Lease (released on
@@ -106,7 +113,7 @@ func NewManager(opts ManagerOptions) (manager.Manager, error) {
 			}
 			return opts.WrapClient(c), nil
 		},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddress, ExtraHandlers: opts.ExtraHandlers},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthAddress,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              opts.LeaderElectionID,
@@ -124,6 +131,19 @@ func NewManager(opts ManagerOptions) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+func metricsOptions(opts ManagerOptions) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: opts.MetricsAddress, ExtraHandlers: opts.ExtraHandlers}
+	if opts.SecureMetrics {
+		m.SecureServing = true
+		m.CertDir = opts.MetricsCertDir
+		m.FilterProvider = authFilter
+		// HTTP/2 stays off: its rapid-reset and stream floods
+		// (CVE-2023-44487) reach a server before any authentication.
+		m.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	return m
 }
 
 func loadConfig(kubeconfig string) (*rest.Config, error) {

@@ -3,7 +3,6 @@ package remediation
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -11,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/gpuheal/gpuheal/internal/auditapi"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/provider/aws"
 	"github.com/gpuheal/gpuheal/internal/provider/clusterapi"
@@ -19,7 +17,6 @@ import (
 	"github.com/gpuheal/gpuheal/internal/provider/kwok"
 	"github.com/gpuheal/gpuheal/internal/provider/none"
 	"github.com/gpuheal/gpuheal/internal/score"
-	"github.com/gpuheal/gpuheal/internal/statuspage"
 )
 
 // ProviderOptions chooses and configures the providers a controller offers
@@ -128,15 +125,12 @@ func Run(ctx context.Context, o RunOptions) error {
 			log.Error(cerr, "closing the audit log")
 		}
 	}()
-	o.Manager.ExtraHandlers = map[string]http.Handler{auditapi.Prefix: auditapi.Handler(aud.reader)}
 	mgr, err := NewManager(o.Manager)
 	if err != nil {
 		return err
 	}
-	if o.StatusPage {
-		if err := mountStatusPage(mgr); err != nil {
-			return err
-		}
+	if err := mountEndpoints(mgr, aud.reader, o.Audit.Sink == "dynamodb", o.StatusPage); err != nil {
+		return err
 	}
 	if err := addNotary(mgr, aud, o.Audit.SigningKeyDir, o.Controllers.Self.Namespace, log); err != nil {
 		return err
@@ -155,18 +149,6 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running controller manager: %w", err)
-	}
-	return nil
-}
-
-// mountStatusPage serves the page from the manager's cache, under
-// /status/ and /status (which redirects below the API server's proxy path).
-func mountStatusPage(mgr manager.Manager) error {
-	h := statuspage.New(mgr.GetClient(), statuspage.Options{})
-	for _, path := range []string{statuspage.Prefix, strings.TrimSuffix(statuspage.Prefix, "/")} {
-		if err := mgr.AddMetricsServerExtraHandler(path, h); err != nil {
-			return fmt.Errorf("serving the status page at %s: %w", path, err)
-		}
 	}
 	return nil
 }

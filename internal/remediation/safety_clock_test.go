@@ -209,7 +209,7 @@ func TestProviderOutageDelaysTheRepair(t *testing.T) {
 		if calls := e.prov.CallsTo(fake.MethodReboot); len(calls) != i {
 			t.Fatalf("after %d failures: %d Reboot calls", i-1, len(calls))
 		}
-		wait := providerBackoff(e.opts.Poll, i)
+		wait := providerBackoff(e.opts.Poll, i, e.only(node).Name)
 		e.step(wait - time.Millisecond)
 		if calls := e.prov.CallsTo(fake.MethodReboot); len(calls) != i {
 			t.Fatalf("called again %v after failure %d, before the %v backoff", wait-time.Millisecond, i, wait)
@@ -243,8 +243,9 @@ func TestProviderErrorsFailTheIncidentAtLast(t *testing.T) {
 	e.prov.SetNextErrors(errors.New("down"), maxProviderErrors)
 	e.breakGPU(node, "reboot")
 	e.step(2 * time.Minute)
+	name := e.only(node).Name
 	for i := 1; i < maxProviderErrors; i++ {
-		e.step(providerBackoff(e.opts.Poll, i))
+		e.step(providerBackoff(e.opts.Poll, i, name))
 	}
 	nr := e.only(node)
 	if nr.Status.Phase != v1alpha1.PhaseFailed || nr.Status.Reason != v1alpha1.ReasonProviderError {

@@ -138,6 +138,7 @@ func (r *run) startController(i int) error {
 		"--kubeconfig="+r.env.Kubeconfig, "--providers=kwok", "--leader-elect=true", "--leader-election-namespace=default",
 		"--kwok-boot-delay="+r.pace.bootDelay.String(), "--kwok-reboot-delay="+r.pace.rebootDelay.String(),
 		"--kwok-chaos-file="+r.chaosFile(), "--metrics-address="+r.controllerAddr[i], "--health-address=127.0.0.1:0",
+		"--metrics-secure=false", // loopback only: the soak scrapes it plainly
 		"--audit-sqlite-path="+r.auditDB(), "--score-interval=30s", "--log-format=json")
 	if err != nil {
 		return err

@@ -41,7 +41,7 @@ func TestInvalidValues(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"sqlite volume with two replicas", []string{"--set", "controller.audit.sqlite.persistence.enabled=true"},
+		{"sqlite volume with two replicas", []string{"--set", "controller.replicas=2"},
 			"needs controller.replicas=1"},
 		{"dynamodb without a table", []string{"--set", "controller.audit.sink=dynamodb"},
 			"needs controller.audit.dynamodb.table"},
@@ -81,7 +81,7 @@ func TestDefaultPolicyIsDryRun(t *testing.T) {
 // TestControllerHA: leader election and a PodDisruptionBudget with two
 // replicas; no PDB for one (minAvailable 1 would block every drain).
 func TestControllerHA(t *testing.T) {
-	objs := decode(t, render(t))
+	objs := decode(t, render(t, "-f", "testdata/aws-dynamodb.yaml", "--set", "controller.replicas=2"))
 	d := find(t, objs, "Deployment", "gpuheal-controller")
 	if n, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); n != 2 {
 		t.Errorf("replicas = %d, want 2", n)

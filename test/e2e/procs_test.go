@@ -83,7 +83,8 @@ func startControllerBinary(t testing.TB, kubeconfig string, extra ...string) (me
 	bin := buildBinary(t, "github.com/gpuheal/gpuheal/cmd/gpuheal-controller", "gpuheal-controller")
 	metricsPort, healthPort := freePort(t), freePort(t)
 	args := append([]string{"--kubeconfig=" + kubeconfig, "--leader-elect=false", "--providers=kwok,none",
-		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort)}, extra...)
+		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort),
+		"--metrics-secure=false"}, extra...)
 	startProcess(t, bin, args...)
 	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort), time.Minute)
 	return metricsPort

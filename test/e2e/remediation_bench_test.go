@@ -128,7 +128,8 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	metricsPort, healthPort := freePort(b), freePort(b)
 	args := []string{"--kubeconfig=" + env.Kubeconfig, "--leader-elect=false", "--providers=kwok,none",
 		"--kwok-boot-delay=90s", "--poll-interval=1s", "--log-level=warn", "--audit-sqlite-path=" + b.TempDir() + "/audit.db",
-		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort)}
+		fmt.Sprintf("--metrics-address=127.0.0.1:%d", metricsPort), fmt.Sprintf("--health-address=127.0.0.1:%d", healthPort),
+		"--metrics-secure=false"}
 	// GPUHEAL_BENCH_CONTROLLER_ARGS adds controller flags, to compare
 	// settings (e.g. --workers) on the same fleet.
 	args = append(args, strings.Fields(os.Getenv("GPUHEAL_BENCH_CONTROLLER_ARGS"))...)

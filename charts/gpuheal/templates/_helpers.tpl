@@ -49,7 +49,14 @@ app.kubernetes.io/instance: {{ $.Release.Name }}
 {{- define "gpuheal.image" -}}
 {{- $ := index . 0 -}}
 {{- $img := index . 1 -}}
+{{- if $img.digest -}}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" $img.digest) -}}
+{{- fail (printf "image digest %q of %s: want sha256: and 64 hex digits" $img.digest $img.repository) -}}
+{{- end -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
 {{- printf "%s:%s" $img.repository (default (default $.Chart.AppVersion $.Values.image.tag) $img.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The GPU node selector as a label selector string (k=v,k=v). */}}

@@ -48,6 +48,8 @@ type Conditions struct {
 	advised      string
 	advisedKnown bool
 	wake         chan struct{}
+	// observer sees the outcome of each sync (ObserveSync).
+	observer func(error)
 
 	// carried holds, per condition type, the status and lastTransitionTime
 	// the Node showed when this agent started, read once before the first
@@ -93,10 +95,28 @@ func (p *Conditions) SetExtra(c analyzer.ConditionStatus) {
 	poke(p.wake)
 }
 
+// ObserveSync has fn called with the outcome (nil on success) of every
+// write to the Node: the agent's readiness follows it.
+func (p *Conditions) ObserveSync(fn func(error)) {
+	p.mu.Lock()
+	p.observer = fn
+	p.mu.Unlock()
+}
+
 // Run patches whenever the desired state differs from what the node
 // shows, until ctx ends.
 func (p *Conditions) Run(ctx context.Context) {
-	retryLoop(ctx, p.clock, p.wake, p.sync, func(err error, in time.Duration) {
+	sync := func(ctx context.Context) error {
+		err := p.sync(ctx)
+		p.mu.Lock()
+		fn := p.observer
+		p.mu.Unlock()
+		if fn != nil {
+			fn(err)
+		}
+		return err
+	}
+	retryLoop(ctx, p.clock, p.wake, sync, func(err error, in time.Duration) {
 		p.log.Warn("publishing node conditions; will retry", "node", p.node, "in", in, "err", err)
 	})
 }

@@ -136,12 +136,17 @@ func (s *Source) ctxError(ctx context.Context) error {
 // non-zero exit becomes an error carrying the start of standard error.
 func ExecRunner(ctx context.Context, path string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, path, args...)
+	var stdout boundedBuffer
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	// Without WaitDelay, a child that inherited stdout would keep Output
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Without WaitDelay, a child that inherited stdout would keep Wait
 	// blocked after the kill.
 	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
+	err := cmd.Run()
+	out := stdout.buf.Bytes()
+	if stdout.over && err == nil {
+		return nil, errTooLarge()
+	}
 	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return out, fmt.Errorf("%w: %s", err, head([]byte(msg)))

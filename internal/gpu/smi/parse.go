@@ -26,15 +26,23 @@ const maxGPUs = 4096
 // that cannot be read becomes nil plus a gpu.QueryError in the Errors of
 // its GPU (or of the node), so one bad field never costs the others.
 // Time is left zero: only the caller knows when the output was taken.
+// Input past MaxOutputBytes, or with a field past MaxFieldBytes, is
+// refused before it is decoded.
 func Parse(r io.Reader) (*gpu.NodeSnapshot, error) {
-	data, err := io.ReadAll(r)
+	data, err := readBounded(r)
 	if err != nil {
-		return nil, fmt.Errorf("reading nvidia-smi output: %w", err)
+		return nil, err
 	}
 	return parse(data)
 }
 
 func parse(data []byte) (*gpu.NodeSnapshot, error) {
+	if len(data) > MaxOutputBytes {
+		return nil, errTooLarge()
+	}
+	if err := checkFieldSizes(data); err != nil {
+		return nil, err
+	}
 	d := xml.NewDecoder(bytes.NewReader(data))
 	var doc smiLog
 	if err := d.Decode(&doc); err != nil {
