@@ -25,7 +25,7 @@ import (
 // PodDisruptionBudget holds (the Eviction API refuses) while the node
 // recovers, and health scores rebuilt after a restart. Timeouts and
 // escalations are tested on a fake clock (clockenv_test.go).
-func TestLifecycle(t *testing.T) {
+func TestLifecycle(t *testing.T) { //nolint:tparallel // the subtests share one controller and run in order
 	t.Parallel()
 	h := newHarness(t, "life", 3)
 	h.create(fastPolicy("life"))

@@ -118,7 +118,7 @@ func kwokSlowBoot() kwok.Options {
 // TestCrashAfterEachPhase stops the controller as soon as an incident
 // enters each phase and starts a new one: every incident still ends with
 // exactly one replacement.
-func TestCrashAfterEachPhase(t *testing.T) {
+func TestCrashAfterEachPhase(t *testing.T) { //nolint:tparallel // each subtest crashes the one controller of the cluster
 	t.Parallel()
 	h := newHarness(t, "crash", 7)
 	h.create(fastPolicy("crash"))

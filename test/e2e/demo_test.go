@@ -91,4 +91,3 @@ func processesMentioning(s string) []string {
 	}
 	return found
 }
-

@@ -23,7 +23,7 @@ import (
 
 // One control plane with kwok for the package; subtests run in order, each
 // with its own nodes and its own Booter.
-func TestKwok(t *testing.T) {
+func TestKwok(t *testing.T) { //nolint:tparallel // the subtests share one control plane and run in order
 	t.Parallel()
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	c := env.Client
