@@ -150,7 +150,9 @@ type RemediationPolicySpec struct {
 	// +optional
 	Escalation Escalation `json:"escalation,omitempty"`
 	// MaxUnhealthy (count or percent of the policy's nodes): while more
-	// nodes are unhealthy, no new remediation starts (circuit breaker).
+	// nodes are unhealthy or held out of service by gpuheal (cordoned by an
+	// incident of any action, CordonOnly and predictions included), no new
+	// remediation starts (circuit breaker).
 	// +kubebuilder:default="20%"
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a count or a percent from 0% to 100%"
@@ -195,7 +197,8 @@ type RemediationPolicyStatus struct {
 	// MatchedNodes is how many nodes the policy selects.
 	// +optional
 	MatchedNodes int32 `json:"matchedNodes,omitempty"`
-	// UnhealthyNodes is how many of them are unhealthy now.
+	// UnhealthyNodes is how many of them are unhealthy now or held out of
+	// service by gpuheal.
 	// +optional
 	UnhealthyNodes int32 `json:"unhealthyNodes,omitempty"`
 	// InFlight is how many remediations are past Pending.

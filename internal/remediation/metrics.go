@@ -18,11 +18,11 @@ var (
 	}, []string{"phase"})
 	unhealthyNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpuheal_unhealthy_nodes",
-		Help: "Nodes of each policy that show one of its unhealthy conditions now.",
+		Help: "Nodes of each policy that show one of its unhealthy conditions now or that gpuheal holds out of service (cordoned by an incident).",
 	}, []string{"policy"})
 	breakerOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpuheal_breaker_open",
-		Help: "1 while a policy's circuit breaker holds new remediations because more than maxUnhealthy nodes are unhealthy.",
+		Help: "1 while a policy's circuit breaker holds new remediations because more than maxUnhealthy nodes are unhealthy or held out of service.",
 	}, []string{"policy"})
 	inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpuheal_remediations_in_flight",
