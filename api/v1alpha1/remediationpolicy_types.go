@@ -28,7 +28,8 @@ type DrainTimeoutAction string
 const (
 	// DrainWait keeps evicting and waiting; PodDisruptionBudgets win.
 	DrainWait DrainTimeoutAction = "Wait"
-	// DrainForceDelete deletes the remaining pods without the Eviction API.
+	// DrainForceDelete deletes the remaining pods without the Eviction API
+	// (never a pod with emptyDir data unless DeleteEmptyDirData allows it).
 	DrainForceDelete DrainTimeoutAction = "ForceDelete"
 	// DrainProceed goes on with the action and leaves the pods to it.
 	DrainProceed DrainTimeoutAction = "Proceed"
@@ -114,7 +115,8 @@ type DrainSpec struct {
 	// +optional
 	OnTimeout DrainTimeoutAction `json:"onTimeout,omitempty"`
 	// DeleteEmptyDirData allows evicting pods with emptyDir volumes (their
-	// data is lost). When false such a pod holds the drain like a PDB.
+	// data is lost). When false such a pod holds the drain like a PDB, and
+	// onTimeout: ForceDelete leaves it too.
 	// +kubebuilder:default=true
 	// +optional
 	DeleteEmptyDirData *bool `json:"deleteEmptyDirData,omitempty"`
