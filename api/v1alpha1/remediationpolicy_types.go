@@ -126,6 +126,29 @@ type DrainSpec struct {
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 }
 
+// CorrelatedFaults is the breaker for a fault many nodes share. Incidents
+// are grouped by cause: the condition's type and reason, and the node's
+// driver version, kernel version, image, instance type and zone. When more
+// incidents of one cause than MaxPerCause open within Window, the cause's
+// breaker opens: its incidents are held in Pending (other causes go on)
+// until a person closes it with the annotation
+// gpuheal.io/cause-breakers-closed-at on the policy.
+type CorrelatedFaults struct {
+	// MaxPerCause (count, or percent of the policy's nodes; at least 1):
+	// the most incidents of one cause within Window that are remediated.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a count of at least 1 or a percent from 0% to 100%"
+	// +optional
+	MaxPerCause *intstr.IntOrString `json:"maxPerCause,omitempty"`
+	// Window over which incidents of a cause are counted.
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 1h"
+	// +optional
+	Window *metav1.Duration `json:"window,omitempty"`
+}
+
 // RemediationPolicySpec says which nodes are repaired, when and how.
 // +kubebuilder:validation:XValidation:rule="!has(self.unhealthyConditions) || self.unhealthyConditions.all(x, self.unhealthyConditions.exists_one(y, y.type == x.type && y.status == x.status))",message="unhealthyConditions: each type and status at most once"
 type RemediationPolicySpec struct {
@@ -160,6 +183,12 @@ type RemediationPolicySpec struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a count or a percent from 0% to 100%"
 	// +optional
 	MaxUnhealthy *intstr.IntOrString `json:"maxUnhealthy,omitempty"`
+	// CorrelatedFaults holds incidents of a cause that strikes too many
+	// nodes at once (a bad driver or image rollout) instead of replacing
+	// healthy hardware one node after another.
+	// +kubebuilder:default={}
+	// +optional
+	CorrelatedFaults CorrelatedFaults `json:"correlatedFaults,omitempty"`
 	// MaxParallel (count or percent of the policy's nodes, at least 1):
 	// how many remediations may be past Pending at once.
 	// +kubebuilder:default=1
@@ -209,11 +238,30 @@ type RemediationPolicyStatus struct {
 	// BreakerOpen is true while UnhealthyNodes exceeds maxUnhealthy.
 	// +optional
 	BreakerOpen bool `json:"breakerOpen,omitempty"`
+	// CauseBreakers are the causes whose breaker is open: their incidents
+	// wait for a person.
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	CauseBreakers []CauseBreaker `json:"causeBreakers,omitempty"`
 	// Conditions: BreakerOpen, Conflicts.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// CauseBreaker is an open breaker of one cause.
+type CauseBreaker struct {
+	// ID is a short hash of the cause.
+	ID string `json:"id"`
+	// Cause shared by the incidents.
+	Cause Cause `json:"cause"`
+	// OpenedAt is when the breaker opened.
+	OpenedAt metav1.Time `json:"openedAt"`
+	// Incidents of the cause within the window when it opened.
+	Incidents int32 `json:"incidents"`
 }
 
 // RemediationPolicy decides which GPU nodes are repaired, when and how.

@@ -150,6 +150,12 @@ func (r *remediationReconciler) reserveSlot(ctx context.Context, in *incident) (
 	if err != nil {
 		return ctrl.Result{}, false, view, 0, err
 	}
+	if msg, err := r.causeHeld(ctx, in, view.matched); err != nil {
+		return ctrl.Result{}, false, view, 0, err
+	} else if msg != "" {
+		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, v1alpha1.ReasonCauseBreakerOpen, msg, 5*r.poll)
+		return res, false, view, 0, err
+	}
 	if view.breakerOpen() {
 		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, v1alpha1.ReasonBreakerOpen, view.breakerMessage(), 5*r.poll)
 		return res, false, view, 0, err

@@ -39,6 +39,9 @@ type remediationReconciler struct {
 	admitMu sync.Mutex
 	fleet   *fleetCounter
 	slots   slotCounter
+	// causeOpened remembers the cause breakers this process opened
+	// ("policy/id"), until the cache shows them on the policy.
+	causeOpened map[string]v1alpha1.CauseBreaker
 	audit   auditor
 	// self is the controller's own pod; drains leave it (ControllerOptions.Self).
 	self types.NamespacedName
@@ -51,7 +54,8 @@ func newRemediationReconciler(c client.Client, reader client.Reader, recorder ev
 	return &remediationReconciler{
 		client: c, reader: reader, recorder: recorder, clock: o.Clock,
 		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self,
-		fleet: &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
+		fleet:       &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
+		causeOpened: map[string]v1alpha1.CauseBreaker{},
 	}
 }
 
