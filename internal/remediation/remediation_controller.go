@@ -42,7 +42,7 @@ type remediationReconciler struct {
 	// causeOpened remembers the cause breakers this process opened
 	// ("policy/id"), until the cache shows them on the policy.
 	causeOpened map[string]v1alpha1.CauseBreaker
-	audit   auditor
+	audit       auditor
 	// self is the controller's own pod; drains leave it (ControllerOptions.Self).
 	self types.NamespacedName
 }
