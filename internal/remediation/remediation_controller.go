@@ -45,6 +45,8 @@ type remediationReconciler struct {
 	audit       auditor
 	// self is the controller's own pod; drains leave it (ControllerOptions.Self).
 	self types.NamespacedName
+	// retention: finished incidents are deleted after it (ControllerOptions.IncidentRetention).
+	retention time.Duration
 }
 
 // newRemediationReconciler is the state machine with o's clock, providers,
@@ -53,7 +55,7 @@ type remediationReconciler struct {
 func newRemediationReconciler(c client.Client, reader client.Reader, recorder events.EventRecorder, o ControllerOptions, aud auditor) *remediationReconciler {
 	return &remediationReconciler{
 		client: c, reader: reader, recorder: recorder, clock: o.Clock,
-		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self,
+		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self, retention: o.IncidentRetention,
 		fleet:       &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
 		causeOpened: map[string]v1alpha1.CauseBreaker{},
 	}
@@ -82,7 +84,7 @@ func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if nr.Status.Phase.Terminal() {
-		return ctrl.Result{}, nil
+		return r.collect(ctx, &nr)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", nr.Spec.NodeName, "phase", nr.Status.Phase))
 	in := &incident{nr: &nr}
