@@ -271,3 +271,10 @@ const (
 	// RFC 3339 time; no breaker is closed.
 	EventReasonBadBreakerClose = "BadCauseBreakersClosedAt"
 )
+
+// ReasonPolicyMismatch (controller) ends a NodeRemediation, Cancelled,
+// that does not name the one policy selecting its node in both
+// spec.policyName and the gpuheal.io/policy label, or whose trigger is not
+// one of that policy's unhealthy conditions shown by the node: an incident
+// made by hand cannot choose a laxer policy or escape the policy's limits.
+const ReasonPolicyMismatch = "PolicyMismatch"

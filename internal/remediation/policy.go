@@ -124,6 +124,17 @@ func (p *policy) unhealthyNow(n *corev1.Node) *corev1.NodeCondition {
 	return nil
 }
 
+// lists reports whether the policy counts condition t with status s as
+// unhealthy.
+func (p *policy) lists(t string, s metav1.ConditionStatus) bool {
+	for _, uc := range p.Spec.UnhealthyConditions {
+		if uc.Type == t && uc.Status == s {
+			return true
+		}
+	}
+	return false
+}
+
 // unhealthyFor returns the condition that has held long enough to open an
 // incident; otherwise how long until the first one would (0 when none is
 // pending).

@@ -116,7 +116,7 @@ func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 
 	switch nr.Status.Phase {
 	case "":
-		if err := r.start(ctx, in); err != nil {
+		if started, err := r.start(ctx, in); err != nil || !started {
 			return ctrl.Result{}, err
 		}
 		return r.pending(ctx, in)
