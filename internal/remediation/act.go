@@ -217,8 +217,21 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 			}
 		}
 	}
-	if replacement == "" { // the cloud's group or provisioner brings a node we cannot name
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonReplaced, "the node was removed; its group or provisioner brings a new one")
+	if replacement == "" {
+		// The cloud's group or provisioner brings a node the provider
+		// cannot name: a new node of the policy, Ready and healthy, that
+		// no other incident has taken, stands for it.
+		var err error
+		if replacement, err = r.claimReplacement(ctx, in); err != nil {
+			return ctrl.Result{}, err
+		}
+		if replacement == "" {
+			if since > e.ReplaceTimeout.Duration {
+				return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonReplaceTimeout,
+					fmt.Sprintf("the node was removed, and no new node of policy %s was Ready and healthy %s after the request", in.policy.Name, e.ReplaceTimeout.Duration))
+			}
+			return ctrl.Result{RequeueAfter: r.poll}, nil
+		}
 	}
 	if st.Replacement == "" {
 		st.Replacement = replacement

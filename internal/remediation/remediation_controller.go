@@ -39,6 +39,10 @@ type remediationReconciler struct {
 	admitMu sync.Mutex
 	fleet   *fleetCounter
 	slots   slotCounter
+	// claimMu serialises picking unnamed replacements; claims maps a node
+	// picked to the incident that took it (claimReplacement).
+	claimMu sync.Mutex
+	claims  map[string]string
 	// causeOpened remembers the cause breakers this process opened
 	// ("policy/id"), until the cache shows them on the policy.
 	causeOpened map[string]v1alpha1.CauseBreaker
