@@ -73,7 +73,9 @@ type NodeRemediationSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable"
 	NodeName string `json:"nodeName"`
-	// PolicyName of the RemediationPolicy that matched the node.
+	// PolicyName of the RemediationPolicy that matched the node. It must be
+	// the one policy selecting the node, and the gpuheal.io/policy label
+	// must name it too; otherwise the incident is refused (PolicyMismatch).
 	// +kubebuilder:validation:MinLength=1
 	PolicyName string `json:"policyName"`
 	// Trigger that opened the incident.

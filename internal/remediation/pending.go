@@ -33,8 +33,12 @@ func (r *remediationReconciler) start(ctx context.Context, in *incident) (bool, 
 	}
 	trigger := nr.Spec.Trigger
 	if in.node != nil {
-		// The advice is the node's, as the agent wrote it, never what an
-		// incident's author put in its spec.
+		// The reason and advice are the node's, as its agent wrote them,
+		// never what an incident's author put in its spec (policyMismatch
+		// has checked that the node shows the condition).
+		if c := findCondition(in.node, trigger.Type); c != nil {
+			trigger.Reason = c.Reason
+		}
 		trigger.RecommendedAction, _ = recommendedAction(in.node, trigger.Type)
 	}
 	action := p.chooseAction(trigger)
