@@ -47,17 +47,43 @@ type Trigger struct {
 	RecommendedAction string `json:"recommendedAction,omitempty"`
 }
 
+// Cause is what an incident has in common with others that fail the same
+// way: the condition that opened it and what the node runs on.
+type Cause struct {
+	// Condition is the trigger's type and reason, e.g.
+	// AcceleratedHardwareReady/NvidiaXID79Error.
+	// +optional
+	Condition string `json:"condition,omitempty"`
+	// +optional
+	DriverVersion string `json:"driverVersion,omitempty"`
+	// +optional
+	KernelVersion string `json:"kernelVersion,omitempty"`
+	// Image is the machine image (EKS: the AMI id; else the OS image).
+	// +optional
+	Image string `json:"image,omitempty"`
+	// +optional
+	InstanceType string `json:"instanceType,omitempty"`
+	// +optional
+	Zone string `json:"zone,omitempty"`
+}
+
 // NodeRemediationSpec is fixed when the incident opens.
 type NodeRemediationSpec struct {
 	// NodeName of the unhealthy node.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="nodeName is immutable"
 	NodeName string `json:"nodeName"`
-	// PolicyName of the RemediationPolicy that matched the node.
+	// PolicyName of the RemediationPolicy that matched the node. It must be
+	// the one policy selecting the node, and the gpuheal.io/policy label
+	// must name it too; otherwise the incident is refused (PolicyMismatch).
 	// +kubebuilder:validation:MinLength=1
 	PolicyName string `json:"policyName"`
 	// Trigger that opened the incident.
 	Trigger Trigger `json:"trigger"`
+	// Cause groups the incident with others that fail the same way (read
+	// from the node when the incident opened).
+	// +optional
+	Cause Cause `json:"cause,omitempty"`
 }
 
 // PhaseTransition records when a phase was entered.

@@ -28,7 +28,8 @@ type DrainTimeoutAction string
 const (
 	// DrainWait keeps evicting and waiting; PodDisruptionBudgets win.
 	DrainWait DrainTimeoutAction = "Wait"
-	// DrainForceDelete deletes the remaining pods without the Eviction API.
+	// DrainForceDelete deletes the remaining pods without the Eviction API
+	// (never a pod with emptyDir data unless DeleteEmptyDirData allows it).
 	DrainForceDelete DrainTimeoutAction = "ForceDelete"
 	// DrainProceed goes on with the action and leaves the pods to it.
 	DrainProceed DrainTimeoutAction = "Proceed"
@@ -114,7 +115,8 @@ type DrainSpec struct {
 	// +optional
 	OnTimeout DrainTimeoutAction `json:"onTimeout,omitempty"`
 	// DeleteEmptyDirData allows evicting pods with emptyDir volumes (their
-	// data is lost). When false such a pod holds the drain like a PDB.
+	// data is lost). When false such a pod holds the drain like a PDB, and
+	// onTimeout: ForceDelete leaves it too.
 	// +kubebuilder:default=true
 	// +optional
 	DeleteEmptyDirData *bool `json:"deleteEmptyDirData,omitempty"`
@@ -122,6 +124,29 @@ type DrainSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+}
+
+// CorrelatedFaults is the breaker for a fault many nodes share. Incidents
+// are grouped by cause: the condition's type and reason, and the node's
+// driver version, kernel version, image, instance type and zone. When more
+// incidents of one cause than MaxPerCause open within Window, the cause's
+// breaker opens: its incidents are held in Pending (other causes go on)
+// until a person closes it with the annotation
+// gpuheal.io/cause-breakers-closed-at on the policy.
+type CorrelatedFaults struct {
+	// MaxPerCause (count, or percent of the policy's nodes; at least 1):
+	// the most incidents of one cause within Window that are remediated.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a count of at least 1 or a percent from 0% to 100%"
+	// +optional
+	MaxPerCause *intstr.IntOrString `json:"maxPerCause,omitempty"`
+	// Window over which incidents of a cause are counted.
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 1h"
+	// +optional
+	Window *metav1.Duration `json:"window,omitempty"`
 }
 
 // RemediationPolicySpec says which nodes are repaired, when and how.
@@ -150,12 +175,20 @@ type RemediationPolicySpec struct {
 	// +optional
 	Escalation Escalation `json:"escalation,omitempty"`
 	// MaxUnhealthy (count or percent of the policy's nodes): while more
-	// nodes are unhealthy, no new remediation starts (circuit breaker).
+	// nodes are unhealthy or held out of service by gpuheal (cordoned by an
+	// incident of any action, CordonOnly and predictions included), no new
+	// remediation starts (circuit breaker).
 	// +kubebuilder:default="20%"
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a count or a percent from 0% to 100%"
 	// +optional
 	MaxUnhealthy *intstr.IntOrString `json:"maxUnhealthy,omitempty"`
+	// CorrelatedFaults holds incidents of a cause that strikes too many
+	// nodes at once (a bad driver or image rollout) instead of replacing
+	// healthy hardware one node after another.
+	// +kubebuilder:default={}
+	// +optional
+	CorrelatedFaults CorrelatedFaults `json:"correlatedFaults,omitempty"`
 	// MaxParallel (count or percent of the policy's nodes, at least 1):
 	// how many remediations may be past Pending at once.
 	// +kubebuilder:default=1
@@ -195,7 +228,8 @@ type RemediationPolicyStatus struct {
 	// MatchedNodes is how many nodes the policy selects.
 	// +optional
 	MatchedNodes int32 `json:"matchedNodes,omitempty"`
-	// UnhealthyNodes is how many of them are unhealthy now.
+	// UnhealthyNodes is how many of them are unhealthy now or held out of
+	// service by gpuheal.
 	// +optional
 	UnhealthyNodes int32 `json:"unhealthyNodes,omitempty"`
 	// InFlight is how many remediations are past Pending.
@@ -204,11 +238,30 @@ type RemediationPolicyStatus struct {
 	// BreakerOpen is true while UnhealthyNodes exceeds maxUnhealthy.
 	// +optional
 	BreakerOpen bool `json:"breakerOpen,omitempty"`
+	// CauseBreakers are the causes whose breaker is open: their incidents
+	// wait for a person.
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	CauseBreakers []CauseBreaker `json:"causeBreakers,omitempty"`
 	// Conditions: BreakerOpen, Conflicts.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// CauseBreaker is an open breaker of one cause.
+type CauseBreaker struct {
+	// ID is a short hash of the cause.
+	ID string `json:"id"`
+	// Cause shared by the incidents.
+	Cause Cause `json:"cause"`
+	// OpenedAt is when the breaker opened.
+	OpenedAt metav1.Time `json:"openedAt"`
+	// Incidents of the cause within the window when it opened.
+	Incidents int32 `json:"incidents"`
 }
 
 // RemediationPolicy decides which GPU nodes are repaired, when and how.

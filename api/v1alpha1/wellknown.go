@@ -265,3 +265,44 @@ const (
 	// It is the Event reason and the audit reason of the refusal.
 	ReasonNotOwned = "MachineNotOwned"
 )
+
+// Correlated faults (controller): incidents are grouped by cause, and a
+// cause that strikes too many nodes within a window opens a breaker that
+// holds its incidents until a person closes it.
+const (
+	// Node labels the cause is read from, besides the Node's nodeInfo
+	// (kernel version, OS image) and the condition's type and reason.
+	// NVIDIA GPU feature discovery publishes the driver version; Kubernetes
+	// the instance type and zone; EKS managed node groups the AMI id.
+	LabelNvidiaDriverVersion = "nvidia.com/cuda.driver-version.full"
+	LabelNvidiaDriverMajor   = "nvidia.com/cuda.driver.major"
+	LabelNvidiaDriverMinor   = "nvidia.com/cuda.driver.minor"
+	LabelNvidiaDriverRev     = "nvidia.com/cuda.driver.rev"
+	LabelInstanceType        = "node.kubernetes.io/instance-type"
+	LabelZone                = "topology.kubernetes.io/zone"
+	LabelEKSNodegroupImage   = "eks.amazonaws.com/nodegroup-image"
+
+	// AnnotationCauseBreakersClosedAt (operator) on a RemediationPolicy is an
+	// RFC 3339 time: every cause breaker of the policy opened before it is
+	// closed, and only incidents opened after it count towards a new one.
+	AnnotationCauseBreakersClosedAt = "gpuheal.io/cause-breakers-closed-at"
+
+	// ReasonCauseBreakerOpen: the Admitted condition's reason while an
+	// incident is held by its cause's breaker.
+	ReasonCauseBreakerOpen = "CauseBreakerOpen"
+	// EventReasonCauseBreakerOpened and EventReasonCauseBreakerClosed are
+	// the policy's Events when a cause breaker opens and when a person
+	// closes it.
+	EventReasonCauseBreakerOpened = "CauseBreakerOpened"
+	EventReasonCauseBreakerClosed = "CauseBreakerClosed"
+	// EventReasonBadBreakerClose: AnnotationCauseBreakersClosedAt is not an
+	// RFC 3339 time; no breaker is closed.
+	EventReasonBadBreakerClose = "BadCauseBreakersClosedAt"
+)
+
+// ReasonPolicyMismatch (controller) ends a NodeRemediation, Cancelled,
+// that does not name the one policy selecting its node in both
+// spec.policyName and the gpuheal.io/policy label, or whose trigger is not
+// one of that policy's unhealthy conditions shown by the node: an incident
+// made by hand cannot choose a laxer policy or escape the policy's limits.
+const ReasonPolicyMismatch = "PolicyMismatch"

@@ -52,6 +52,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&m.Burst, "kube-api-burst", 200, "API request burst the controller may make")
 	fs.StringVar(&m.NodeSelector, "node-selector", remediation.DefaultNodeSelector, "label selector of the nodes to watch (only these are cached)")
 	fs.DurationVar(&c.Poll, "poll-interval", remediation.DefaultPoll, "how often waiting steps (drains, verification, held incidents) look again")
+	fs.DurationVar(&c.IncidentRetention, "incident-retention", remediation.DefaultIncidentRetention, "finished NodeRemediations are deleted this long after they ended (their audit records stay)")
 	fs.IntVar(&c.Workers, "workers", 32, "concurrent reconciles per controller (incidents mostly wait on API calls)")
 	fs.StringVar(&providers, "providers", "aws,karpenter,clusterapi,none", "providers policies may use; kwok (a simulated cloud that deletes and creates Node objects) only for tests and the demo")
 	fs.DurationVar(&p.Kwok.BootDelay, "kwok-boot-delay", 90*time.Second, "kwok provider: how long a replacement node takes to boot")
@@ -100,6 +101,9 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if o.gcPercent < 10 {
 		return nil, fmt.Errorf("--gc-percent %d: must be at least 10", o.gcPercent)
+	}
+	if c.IncidentRetention <= 0 {
+		return nil, fmt.Errorf("--incident-retention %v: must be positive", c.IncidentRetention)
 	}
 	if c.Poll <= 0 || c.Workers <= 0 {
 		return nil, fmt.Errorf("--poll-interval %v and --workers %d: must be positive", c.Poll, c.Workers)

@@ -239,8 +239,21 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 			}
 		}
 	}
-	if replacement == "" { // the cloud's group or provisioner brings a node we cannot name
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonReplaced, "the node was removed; its group or provisioner brings a new one")
+	if replacement == "" {
+		// The cloud's group or provisioner brings a node the provider
+		// cannot name: a new node of the policy, Ready and healthy, that
+		// no other incident has taken, stands for it.
+		var err error
+		if replacement, err = r.claimReplacement(ctx, in); err != nil {
+			return ctrl.Result{}, err
+		}
+		if replacement == "" {
+			if since > e.ReplaceTimeout.Duration {
+				return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonReplaceTimeout,
+					fmt.Sprintf("the node was removed, and no new node of policy %s was Ready and healthy %s after the request", in.policy.Name, e.ReplaceTimeout.Duration))
+			}
+			return ctrl.Result{RequeueAfter: r.poll}, nil
+		}
 	}
 	if st.Replacement == "" {
 		st.Replacement = replacement
@@ -253,9 +266,11 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-	} else if nodeReady(&n) && in.policy.unhealthyNow(&n) == nil {
+	} else if healthy, wait := r.replacementHealthy(in, &n); healthy {
 		r.recovered(ctx, in, replacement)
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonReplaced, "replacement node "+replacement+" is Ready and healthy")
+	} else if wait > 0 && since <= e.ReplaceTimeout.Duration {
+		return ctrl.Result{RequeueAfter: min(wait, r.poll)}, nil
 	}
 	if since > e.ReplaceTimeout.Duration {
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonReplaceTimeout,
@@ -277,6 +292,27 @@ func (r *remediationReconciler) healthyFor(in *incident) (bool, time.Duration) {
 	}
 	if ready := findCondition(in.node, string(corev1.NodeReady)); ready != nil && ready.LastTransitionTime.After(since) {
 		since = ready.LastTransitionTime.Time
+	}
+	wait := since.Add(in.policy.Spec.RecoveryHold.Duration).Sub(r.clock.Now())
+	return wait <= 0, max(wait, 0)
+}
+
+// replacementHealthy reports whether the replacement node is Ready, reports
+// the condition that opened the incident (its agent is up: a node that has
+// not said yet is not known to be healthy) without any of the policy's
+// unhealthy conditions, and has held that for the recovery hold; otherwise
+// how long until it would have (0 when it is not healthy at all).
+func (r *remediationReconciler) replacementHealthy(in *incident, n *corev1.Node) (bool, time.Duration) {
+	if !nodeReady(n) || in.policy.unhealthyNow(n) != nil {
+		return false, 0
+	}
+	reported := findCondition(n, in.nr.Spec.Trigger.Type)
+	if reported == nil {
+		return false, 0
+	}
+	since := reported.LastTransitionTime.Time
+	if c := findCondition(n, string(corev1.NodeReady)); c.LastTransitionTime.After(since) {
+		since = c.LastTransitionTime.Time
 	}
 	wait := since.Add(in.policy.Spec.RecoveryHold.Duration).Sub(r.clock.Now())
 	return wait <= 0, max(wait, 0)

@@ -25,8 +25,16 @@ type fleetView struct {
 func (v fleetView) breakerOpen() bool { return v.unhealthy > v.maxUnhealthy }
 
 func (v fleetView) breakerMessage() string {
-	return fmt.Sprintf("%d of %d nodes are unhealthy, more than maxUnhealthy (%d): no new remediation starts until the fleet recovers",
+	return fmt.Sprintf("%d of %d nodes are unhealthy or held out of service, more than maxUnhealthy (%d): no new remediation starts until the fleet recovers",
 		v.unhealthy, v.matched, v.maxUnhealthy)
+}
+
+// heldOutOfService reports whether gpuheal holds the node out of service:
+// cordoned or tainted by an incident of any action and phase (CordonOnly, a
+// prediction, a failed repair left for a person), whatever its conditions
+// say now. Such a node serves no work, so the breaker counts it.
+func heldOutOfService(n *corev1.Node) bool {
+	return n.Annotations[v1alpha1.AnnotationCordonedBy] != "" || hasTaint(n)
 }
 
 // fleetCounter counts matched and unhealthy nodes per policy from the
@@ -60,7 +68,7 @@ func (f *fleetCounter) view(ctx context.Context, p *policy) (fleetView, error) {
 			continue
 		}
 		v.matched++
-		if p.unhealthyNow(n) != nil {
+		if p.unhealthyNow(n) != nil || heldOutOfService(n) {
 			v.unhealthy++
 		}
 	}

@@ -138,7 +138,8 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 			rec := r.audit.record(in, audit.Evicted, "evict/"+key, 0)
 			rec.Pod = key
 			if force {
-				rec.Reason = v1alpha1.ReasonForceDeleted
+				rec.Reason, rec.Severity = v1alpha1.ReasonForceDeleted, audit.SeverityWarning
+				rec.Message = fmt.Sprintf("deleted without the Eviction API after the drain timeout %s (onTimeout: ForceDelete)", d.Timeout.Duration)
 			}
 			r.audit.write(ctx, rec)
 		case apierrors.IsNotFound(err):
@@ -151,17 +152,9 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 			return ctrl.Result{}, fmt.Errorf("evicting pod %s from node %s: %w", key, in.nr.Spec.NodeName, err)
 		}
 	}
-	if force {
-		for _, key := range plan.blocked { // emptyDir pods go too when forcing
-			ns, name, _ := strings.Cut(strings.TrimSuffix(key, " (emptyDir)"), "/")
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-			if err := r.removePod(ctx, pod, d.GracePeriodSeconds, true); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("deleting pod %s from node %s: %w", key, in.nr.Spec.NodeName, err)
-			}
-			in.nr.Status.EvictedPods = append(in.nr.Status.EvictedPods, ns+"/"+name)
-			changed = true
-		}
-	}
+	// Pods with emptyDir data the policy forbids deleting (plan.blocked)
+	// are not forced either: deleteEmptyDirData=false keeps that data
+	// whatever onTimeout says, and they hold the drain like a PDB.
 	held := append(refused, plan.blocked...)
 	if len(held) > 0 {
 		msg := fmt.Sprintf("%d pods cannot leave yet: %s", len(held), strings.Join(firstN(held, 5), ", "))

@@ -18,12 +18,16 @@ var (
 	}, []string{"phase"})
 	unhealthyNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpuheal_unhealthy_nodes",
-		Help: "Nodes of each policy that show one of its unhealthy conditions now.",
+		Help: "Nodes of each policy that show one of its unhealthy conditions now or that gpuheal holds out of service (cordoned by an incident).",
 	}, []string{"policy"})
 	breakerOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpuheal_breaker_open",
-		Help: "1 while a policy's circuit breaker holds new remediations because more than maxUnhealthy nodes are unhealthy.",
+		Help: "1 while a policy's circuit breaker holds new remediations because more than maxUnhealthy nodes are unhealthy or held out of service.",
 	}, []string{"policy"})
+	causeBreakerOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gpuheal_cause_breaker_open",
+		Help: "1 while a policy's breaker for one cause (the condition and what the nodes run on) holds that cause's incidents for a person; the series goes when the breaker is closed.",
+	}, []string{"policy", "cause", "condition", "driver_version", "kernel_version", "image", "instance_type", "zone"})
 	inFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "gpuheal_remediations_in_flight",
 		Help: "Incidents of each policy past Pending and not over.",
@@ -40,5 +44,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts)
+	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, causeBreakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts)
 }

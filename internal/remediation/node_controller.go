@@ -79,7 +79,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	nr := &v1alpha1.NodeRemediation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelPolicy: p.Name}},
-		Spec:       v1alpha1.NodeRemediationSpec{NodeName: node.Name, PolicyName: p.Name, Trigger: t},
+		Spec:       v1alpha1.NodeRemediationSpec{NodeName: node.Name, PolicyName: p.Name, Trigger: t, Cause: causeOf(&node, t)},
 	}
 	// Detected goes into the audit log before the incident exists: the
 	// remediation reconciler may take the incident up (and record its

@@ -21,14 +21,32 @@ import (
 // with the incident's first status write (held, cordoned or cancelled),
 // which saves a round trip before the cordon; if the controller dies first,
 // the next one decides again from the same facts.
-func (r *remediationReconciler) start(ctx context.Context, in *incident) error {
+func (r *remediationReconciler) start(ctx context.Context, in *incident) (bool, error) {
 	p, nr := in.policy, in.nr
-	action := p.chooseAction(nr.Spec.Trigger)
+	if in.node != nil {
+		if why, err := r.policyMismatch(ctx, in); err != nil || why != "" {
+			if err != nil {
+				return false, err
+			}
+			return false, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonPolicyMismatch, why+"; the incident is refused")
+		}
+	}
+	trigger := nr.Spec.Trigger
+	if in.node != nil {
+		// The reason and advice are the node's, as its agent wrote them,
+		// never what an incident's author put in its spec (policyMismatch
+		// has checked that the node shows the condition).
+		if c := findCondition(in.node, trigger.Type); c != nil {
+			trigger.Reason = c.Reason
+		}
+		trigger.RecommendedAction, _ = recommendedAction(in.node, trigger.Type)
+	}
+	action := p.chooseAction(trigger)
 	why := "by the policy's action rules"
 	if action == v1alpha1.ActionReboot {
 		items, err := incidentsOf(ctx, r.client, nr.Spec.NodeName)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if n := rebootsWithin(items, nr.Name, r.clock.Now().Add(-p.Spec.Escalation.Window.Duration)); n >= int(p.Spec.Escalation.RebootsBeforeReplace) {
 			action = v1alpha1.ActionReplace
@@ -42,7 +60,39 @@ func (r *remediationReconciler) start(ctx context.Context, in *incident) error {
 	r.enterPhase(in, v1alpha1.PhasePending, v1alpha1.ReasonDecided, msg)
 	r.announce(ctx, in, v1alpha1.PhasePending, v1alpha1.ReasonDecided, msg)
 	r.audit.write(ctx, r.audit.record(in, audit.Decided, string(audit.Decided), 0))
-	return nil
+	return true, nil
+}
+
+// policyMismatch says why the incident may not go on under the policy it
+// names, or "": that policy must be the only one selecting the node, the
+// incident must carry its label (maxParallel counts incidents by it), and
+// the trigger must be one of its unhealthy conditions that the node shows.
+// The incident opener always makes such incidents; one made by hand that
+// names a laxer policy, or none, is refused.
+func (r *remediationReconciler) policyMismatch(ctx context.Context, in *incident) (string, error) {
+	nr := in.nr
+	pols, err := policiesFor(ctx, r.client, in.node)
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, p := range pols {
+		names = append(names, p.Name)
+	}
+	switch {
+	case len(pols) != 1:
+		return fmt.Sprintf("node %s is selected by %d policies %v, not by policy %s alone", nr.Spec.NodeName, len(pols), names, nr.Spec.PolicyName), nil
+	case pols[0].Name != nr.Spec.PolicyName:
+		return fmt.Sprintf("node %s is selected by policy %s, not %s", nr.Spec.NodeName, pols[0].Name, nr.Spec.PolicyName), nil
+	case nr.Labels[v1alpha1.LabelPolicy] != nr.Spec.PolicyName:
+		return fmt.Sprintf("label %s=%q does not name policy %s", v1alpha1.LabelPolicy, nr.Labels[v1alpha1.LabelPolicy], nr.Spec.PolicyName), nil
+	}
+	t := nr.Spec.Trigger
+	c := findCondition(in.node, t.Type)
+	if c == nil || metav1.ConditionStatus(c.Status) != t.Status || !in.policy.lists(t.Type, t.Status) {
+		return fmt.Sprintf("node %s does not show %s=%s, or policy %s does not count it as unhealthy", nr.Spec.NodeName, t.Type, t.Status, nr.Spec.PolicyName), nil
+	}
+	return "", nil
 }
 
 // rebootsWithin counts the reboots requested for the node by its other
@@ -149,6 +199,12 @@ func (r *remediationReconciler) reserveSlot(ctx context.Context, in *incident) (
 	view, err := r.fleet.view(ctx, p)
 	if err != nil {
 		return ctrl.Result{}, false, view, 0, err
+	}
+	if msg, err := r.causeHeld(ctx, in, view.matched); err != nil {
+		return ctrl.Result{}, false, view, 0, err
+	} else if msg != "" {
+		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, v1alpha1.ReasonCauseBreakerOpen, msg, 5*r.poll)
+		return res, false, view, 0, err
 	}
 	if view.breakerOpen() {
 		res, err := r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, v1alpha1.ReasonBreakerOpen, view.breakerMessage(), 5*r.poll)

@@ -57,6 +57,11 @@ func newPolicy(p *v1alpha1.RemediationPolicy) (*policy, error) {
 		v := intstr.FromString("20%")
 		s.MaxUnhealthy = &v
 	}
+	defaultDuration(&s.CorrelatedFaults.Window, time.Hour)
+	if s.CorrelatedFaults.MaxPerCause == nil {
+		v := intstr.FromInt32(3)
+		s.CorrelatedFaults.MaxPerCause = &v
+	}
 	if s.MaxParallel == nil {
 		v := intstr.FromInt32(1)
 		s.MaxParallel = &v
@@ -77,6 +82,13 @@ func (p *policy) matches(n *corev1.Node) bool { return p.selector.Matches(labels
 // unhealthy node of four is already too many).
 func (p *policy) maxUnhealthy(matched int) int {
 	return scaled(*p.Spec.MaxUnhealthy, matched, false)
+}
+
+// maxPerCause is the most incidents of one cause within the window before
+// the cause's breaker opens; at least 1 (a percent of a small fleet rounds
+// down to 0, and one failure is never a pattern).
+func (p *policy) maxPerCause(matched int) int {
+	return max(1, scaled(*p.Spec.CorrelatedFaults.MaxPerCause, matched, false))
 }
 
 // maxParallel is how many incidents may be in flight; at least 1, since a
@@ -110,6 +122,17 @@ func (p *policy) unhealthyNow(n *corev1.Node) *corev1.NodeCondition {
 		}
 	}
 	return nil
+}
+
+// lists reports whether the policy counts condition t with status s as
+// unhealthy.
+func (p *policy) lists(t string, s metav1.ConditionStatus) bool {
+	for _, uc := range p.Spec.UnhealthyConditions {
+		if uc.Type == t && uc.Status == s {
+			return true
+		}
+	}
+	return false
 }
 
 // unhealthyFor returns the condition that has held long enough to open an

@@ -2,6 +2,7 @@ package remediation
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,9 @@ type policyStatusLoop struct {
 	fleet    *fleetCounter
 	slots    *slotCounter
 	every    time.Duration
+
+	mu       sync.Mutex
+	badClose map[string]string // policy → close annotation last reported as bad
 }
 
 // NeedLeaderElection: only the leader writes status.
@@ -79,11 +83,25 @@ func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.Remedia
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonTooManyUnhealthy, view.breakerMessage()
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
-	if equalStatus(orig.Status, obj.Status) {
+	closed := l.closeCauseBreakers(obj)
+	if len(closed) == 0 && equalStatus(orig.Status, obj.Status) {
 		return nil
 	}
-	if err := l.client.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+	patch := client.MergeFrom(orig)
+	if len(closed) > 0 {
+		// The list is written whole: a breaker opened meanwhile (not yet
+		// in the cache) must not be dropped, so this write is refused
+		// when the policy changed since it was read.
+		patch = client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+	}
+	if err := l.client.Status().Patch(ctx, obj, patch); err != nil {
 		return err
+	}
+	for _, b := range closed {
+		deleteCauseBreakerMetric(obj.Name, b)
+		l.recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.EventReasonCauseBreakerClosed, "Resume",
+			"breaker of cause %s (%s) closed by %s=%s: its incidents go on, and only incidents opened from now count towards a new one",
+			b.ID, describeCause(b.Cause), v1alpha1.AnnotationCauseBreakersClosedAt, obj.Annotations[v1alpha1.AnnotationCauseBreakersClosedAt])
 	}
 	switch {
 	case st.BreakerOpen && !wasOpen:
@@ -93,6 +111,39 @@ func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.Remedia
 			"%d of %d nodes unhealthy, within maxUnhealthy (%d): remediation resumes", view.unhealthy, view.matched, view.maxUnhealthy)
 	}
 	return nil
+}
+
+// closeCauseBreakers drops from the status the cause breakers that the
+// policy's close annotation closes and returns them; the open ones keep
+// their metric (also after a restart).
+func (l *policyStatusLoop) closeCauseBreakers(obj *v1alpha1.RemediationPolicy) []v1alpha1.CauseBreaker {
+	closedAt, err := breakersClosedAt(obj)
+	if err != nil {
+		v := obj.Annotations[v1alpha1.AnnotationCauseBreakersClosedAt]
+		l.mu.Lock()
+		said := l.badClose[obj.Name] == v
+		if l.badClose == nil {
+			l.badClose = map[string]string{}
+		}
+		l.badClose[obj.Name] = v
+		l.mu.Unlock()
+		if !said {
+			l.recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.EventReasonBadBreakerClose, "Hold", "%v; no breaker is closed", err)
+		}
+	}
+	var open, closed []v1alpha1.CauseBreaker
+	for _, b := range obj.Status.CauseBreakers {
+		if b.OpenedAt.After(closedAt) {
+			open = append(open, b)
+			setCauseBreakerMetric(obj.Name, b)
+		} else {
+			closed = append(closed, b)
+		}
+	}
+	if len(closed) > 0 {
+		obj.Status.CauseBreakers = open
+	}
+	return closed
 }
 
 func equalStatus(a, b v1alpha1.RemediationPolicyStatus) bool {

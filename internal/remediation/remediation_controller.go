@@ -39,9 +39,18 @@ type remediationReconciler struct {
 	admitMu sync.Mutex
 	fleet   *fleetCounter
 	slots   slotCounter
-	audit   auditor
+	// claimMu serialises picking unnamed replacements; claims maps a node
+	// picked to the incident that took it (claimReplacement).
+	claimMu sync.Mutex
+	claims  map[string]string
+	// causeOpened remembers the cause breakers this process opened
+	// ("policy/id"), until the cache shows them on the policy.
+	causeOpened map[string]v1alpha1.CauseBreaker
+	audit       auditor
 	// self is the controller's own pod; drains leave it (ControllerOptions.Self).
 	self types.NamespacedName
+	// retention: finished incidents are deleted after it (ControllerOptions.IncidentRetention).
+	retention time.Duration
 }
 
 // newRemediationReconciler is the state machine with o's clock, providers,
@@ -50,8 +59,9 @@ type remediationReconciler struct {
 func newRemediationReconciler(c client.Client, reader client.Reader, recorder events.EventRecorder, o ControllerOptions, aud auditor) *remediationReconciler {
 	return &remediationReconciler{
 		client: c, reader: reader, recorder: cleanEvents{recorder}, clock: o.Clock,
-		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self,
-		fleet: &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
+		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self, retention: o.IncidentRetention,
+		fleet:       &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
+		causeOpened: map[string]v1alpha1.CauseBreaker{},
 	}
 }
 
@@ -78,7 +88,7 @@ func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if nr.Status.Phase.Terminal() {
-		return ctrl.Result{}, nil
+		return r.collect(ctx, &nr)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("node", nr.Spec.NodeName, "phase", nr.Status.Phase))
 	in := &incident{nr: &nr}
@@ -110,7 +120,7 @@ func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 
 	switch nr.Status.Phase {
 	case "":
-		if err := r.start(ctx, in); err != nil {
+		if started, err := r.start(ctx, in); err != nil || !started {
 			return ctrl.Result{}, err
 		}
 		return r.pending(ctx, in)

@@ -65,6 +65,11 @@ type ControllerOptions struct {
 	// took over, or for good where its replacement can only be scheduled on
 	// that node; the uninstall Job must outlive the controller it stops.
 	Self types.NamespacedName
+	// IncidentRetention: a finished NodeRemediation is deleted this long
+	// after it ended (default DefaultIncidentRetention, 30 days); its audit
+	// records stay. Kept longer while its policy's escalation or
+	// correlated-fault window still counts it.
+	IncidentRetention time.Duration
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).
 	SkipNameValidation bool
@@ -83,6 +88,9 @@ func (o ControllerOptions) withDefaults() ControllerOptions {
 	}
 	if o.Workers <= 0 {
 		o.Workers = 32
+	}
+	if o.IncidentRetention <= 0 {
+		o.IncidentRetention = DefaultIncidentRetention
 	}
 	if o.Name == "" {
 		o.Name = "gpuheal-controller"
