@@ -27,7 +27,8 @@ const nodeNameClaim = "authentication.kubernetes.io/node-name"
 // checkOwnNodeOnly takes the agent pod's projected service-account token
 // from the kubelet's volume on the host — the credential an attacker who
 // owns the node would hold — and checks that it names the node, that it
-// may write its own Node and that the admission policy refuses another.
+// may write what it owns on its own Node, and that the admission policy
+// refuses any other key there and any write to another Node.
 func (c *cluster) checkOwnNodeOnly(t *testing.T) {
 	ctx := context.Background()
 	token := c.agentToken(t)
@@ -49,9 +50,15 @@ func (c *cluster) checkOwnNodeOnly(t *testing.T) {
 		t.Fatalf("token claim %s = %v, want [%s]", nodeNameClaim, got, c.node)
 	}
 
-	label := []byte(`{"metadata":{"labels":{"gpuheal.io/install-test":"own-node"}}}`)
+	// The label the agent owns, with the value it already wrote: allowed.
+	label := []byte(`{"metadata":{"labels":{"` + healthyGPUs + `":"8"}}}`)
 	if _, err := agent.CoreV1().Nodes().Patch(ctx, c.node, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
-		t.Errorf("the agent's token may not label its own node %s: %v", c.node, err)
+		t.Errorf("the agent's token may not write its own label on its node %s: %v", c.node, err)
+	}
+	foreign := []byte(`{"metadata":{"labels":{"gpuheal.io/install-test":"own-node"}}}`)
+	_, err = agent.CoreV1().Nodes().Patch(ctx, c.node, types.MergePatchType, foreign, metav1.PatchOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may change only") {
+		t.Errorf("the agent's token adding a label it does not own to its node %s: got %v, want Forbidden by the own-node policy", c.node, err)
 	}
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-other"}}
 	if _, err := c.cs.CoreV1().Nodes().Create(ctx, other, metav1.CreateOptions{}); err != nil {
