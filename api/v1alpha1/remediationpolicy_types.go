@@ -128,14 +128,16 @@ type DrainSpec struct {
 
 // CorrelatedFaults is the breaker for a fault many nodes share. Incidents
 // are grouped by cause: the condition's type and reason, and the node's
-// driver version, kernel version, image, instance type and zone. When more
-// incidents of one cause than MaxPerCause open within Window, the cause's
+// driver version, kernel version, image, instance type and zone. When
+// incidents of one cause open on more nodes than MaxPerCause within Window
+// (a node counts once, however often it flaps), the cause's
 // breaker opens: its incidents are held in Pending (other causes go on)
 // until a person closes it with the annotation
 // gpuheal.io/cause-breakers-closed-at on the policy.
 type CorrelatedFaults struct {
 	// MaxPerCause (count, or percent of the policy's nodes; at least 1):
-	// the most incidents of one cause within Window that are remediated.
+	// the most nodes with incidents of one cause within Window that are
+	// remediated.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a count of at least 1 or a percent from 0% to 100%"
@@ -260,8 +262,8 @@ type CauseBreaker struct {
 	Cause Cause `json:"cause"`
 	// OpenedAt is when the breaker opened.
 	OpenedAt metav1.Time `json:"openedAt"`
-	// Incidents of the cause within the window when it opened.
-	Incidents int32 `json:"incidents"`
+	// Nodes with incidents of the cause within the window when it opened.
+	Nodes int32 `json:"nodes"`
 }
 
 // RemediationPolicy decides which GPU nodes are repaired, when and how.

@@ -39,23 +39,28 @@ func (r *remediationReconciler) causeHeld(ctx context.Context, in *incident, mat
 		return "", fmt.Errorf("listing remediations of policy %s: %w", p.Name, err)
 	}
 	since := r.clock.Now().Add(-p.Spec.CorrelatedFaults.Window.Duration)
-	n := 0
+	// Nodes, not incidents: each transition of a condition is an incident,
+	// so one flapping node (or an agent that flips its own condition) would
+	// otherwise open the breaker of a cause the whole fleet shares.
+	nodes := map[string]bool{}
 	if handMade {
-		n++ // its own empty cause matches nothing below
+		nodes[in.nr.Spec.NodeName] = true // its own empty cause matches nothing below
 	}
 	for _, it := range list.Items {
 		created := it.CreationTimestamp.Time
 		if created.Before(since) || !created.After(closedAt) || it.Status.Action == v1alpha1.ActionIgnore ||
-			it.Status.Reason == v1alpha1.ReasonDuplicate || causeID(it.Spec.Cause) != id || it.Spec.Cause == (v1alpha1.Cause{}) {
+			it.Status.Reason == v1alpha1.ReasonDuplicate || it.Status.Reason == v1alpha1.ReasonPolicyMismatch ||
+			causeID(it.Spec.Cause) != id || it.Spec.Cause == (v1alpha1.Cause{}) {
 			continue
 		}
-		n++
+		nodes[it.Spec.NodeName] = true
 	}
+	n := len(nodes)
 	limit := p.maxPerCause(matched)
 	if n <= limit {
 		return "", nil
 	}
-	b, err := r.openCauseBreaker(ctx, p, v1alpha1.CauseBreaker{ID: id, Cause: cause, OpenedAt: metav1.NewTime(r.clock.Now().Truncate(time.Second)), Incidents: int32(n)}, limit)
+	b, err := r.openCauseBreaker(ctx, p, v1alpha1.CauseBreaker{ID: id, Cause: cause, OpenedAt: metav1.NewTime(r.clock.Now().Truncate(time.Second)), Nodes: int32(n)}, limit)
 	if err != nil {
 		return "", err
 	}
@@ -95,8 +100,8 @@ func (r *remediationReconciler) openCauseBreaker(ctx context.Context, p *policy,
 	r.causeOpened[p.Name+"/"+b.ID] = b
 	setCauseBreakerMetric(p.Name, b)
 	r.recorder.Eventf(&fresh, nil, corev1.EventTypeWarning, v1alpha1.EventReasonCauseBreakerOpened, "Hold",
-		"cause %s (%s): %d incidents within %s, more than maxPerCause (%d); its incidents wait until a person closes the breaker (annotate the policy %s=<RFC 3339 time now>)",
-		b.ID, describeCause(b.Cause), b.Incidents, p.Spec.CorrelatedFaults.Window.Duration, limit, v1alpha1.AnnotationCauseBreakersClosedAt)
+		"cause %s (%s): incidents on %d nodes within %s, more than maxPerCause (%d); its incidents wait until a person closes the breaker (annotate the policy %s=<RFC 3339 time now>)",
+		b.ID, describeCause(b.Cause), b.Nodes, p.Spec.CorrelatedFaults.Window.Duration, limit, v1alpha1.AnnotationCauseBreakersClosedAt)
 	return b, nil
 }
 
@@ -106,7 +111,7 @@ const maxCauseBreakers = 64
 
 func causeHeldMessage(p *v1alpha1.RemediationPolicy, b v1alpha1.CauseBreaker) string {
 	return fmt.Sprintf("the breaker of cause %s (%s) is open since %s: %d nodes failed the same way; a person closes it by annotating policy %s with %s",
-		b.ID, describeCause(b.Cause), b.OpenedAt.UTC().Format(time.RFC3339), b.Incidents, p.Name, v1alpha1.AnnotationCauseBreakersClosedAt)
+		b.ID, describeCause(b.Cause), b.OpenedAt.UTC().Format(time.RFC3339), b.Nodes, p.Name, v1alpha1.AnnotationCauseBreakersClosedAt)
 }
 
 func findBreaker(bs []v1alpha1.CauseBreaker, id string) *v1alpha1.CauseBreaker {

@@ -101,8 +101,8 @@ func TestCorrelatedFaultHoldsItsCause(t *testing.T) {
 	}
 	b := pol.Status.CauseBreakers[0]
 	want := v1alpha1.Cause{Condition: gpuCondition + "/NvidiaXID79Error", DriverVersion: "580.65.06"}
-	if b.Cause != want || b.Incidents < 4 {
-		t.Errorf("breaker %+v, want cause %+v with at least 4 incidents", b, want)
+	if b.Cause != want || b.Nodes < 4 {
+		t.Errorf("breaker %+v, want cause %+v with at least 4 nodes", b, want)
 	}
 	evs := e.events.find("fleet", v1alpha1.EventReasonCauseBreakerOpened)
 	if len(evs) != 1 || !contains(evs[0].note, "driver 580.65.06") || !contains(evs[0].note, b.ID) {
@@ -205,4 +205,38 @@ func TestReplacementMustBeHealthyToSucceed(t *testing.T) {
 
 func providerGone(repl string) provider.InstanceStatus {
 	return provider.InstanceStatus{State: provider.StateGone, Replacement: repl}
+}
+
+// TestOneFlappingNodeOpensNoCauseBreaker: a node whose condition flips
+// again and again (a flaky board, or an agent that flips its own
+// condition) opens an incident per transition, but it is one node: the
+// breaker counts nodes, so a cause the whole fleet shares stays open to
+// the others.
+func TestOneFlappingNodeOpensNoCauseBreaker(t *testing.T) {
+	e := newClockEnv(t)
+	e.policy("fleet", func(s *v1alpha1.RemediationPolicySpec) { s.Escalation.RebootsBeforeReplace = 10 })
+	nodes := e.addNodes("gpu", 10)
+	e.setDriver("580.65.06", nodes...)
+	flapper := nodes[0]
+	for range 5 {
+		e.breakGPU(flapper, "reboot")
+		e.step(2 * time.Minute)
+		e.healGPU(flapper)
+		e.step(2 * time.Minute)
+	}
+	if n := len(e.incidents(flapper)); n <= 3 {
+		t.Fatalf("%d incidents on the flapping node, want more than maxPerCause (3) for the test to mean anything", n)
+	}
+	var pol v1alpha1.RemediationPolicy
+	if err := e.c.Get(e.ctx, clientKey("fleet"), &pol); err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.Status.CauseBreakers) != 0 {
+		t.Fatalf("cause breakers %+v opened by one node", pol.Status.CauseBreakers)
+	}
+	e.breakGPU(nodes[1], "reboot")
+	e.step(2 * time.Minute)
+	if r := e.admittedReason(nodes[1]); r == v1alpha1.ReasonCauseBreakerOpen {
+		t.Errorf("another node of the same cause held by the breaker")
+	}
 }
