@@ -155,6 +155,38 @@ func TestClusterAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("a Machine of another cluster with the same node name is not this node's", func(t *testing.T) {
+		ctx := testCtx(t)
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dup"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-ours"}}
+		if err := c.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		// Listed first: team-a sorts before team-b.
+		createMachine(t, c, "team-a", "m-theirs", "dup", true, nil)
+		setMachineProviderID(t, c, "team-a", "m-theirs", "aws:///us-east-1a/i-theirs")
+		createMachine(t, c, "team-b", "m-ours", "dup", true, nil)
+		setMachineProviderID(t, c, "team-b", "m-ours", "aws:///us-east-1a/i-ours")
+		if _, err := p.Replace(ctx, n, "inc-dup"); err != nil {
+			t.Fatalf("Replace: %v", err)
+		}
+		if !machineExists(t, c, "team-a", "m-theirs") {
+			t.Error("another cluster's Machine with the same nodeRef name was deleted")
+		}
+		if machineExists(t, c, "team-b", "m-ours") {
+			t.Error("the node's own Machine (same providerID) was not deleted")
+		}
+		// A node of the same name (another cluster's namesake) pointing at it.
+		n2 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dup-2", Annotations: map[string]string{v1alpha1.AnnotationReplaceMachine: "team-a/m-theirs"}},
+			Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-ours-2"}}
+		if err := c.Create(ctx, n2); err != nil {
+			t.Fatal(err)
+		}
+		setMachineNodeRef(t, c, "team-a", "m-theirs", "dup-2")
+		if _, err := p.Replace(ctx, n2, "inc-dup-2"); !errors.Is(err, provider.ErrNotOwned) || !strings.Contains(err.Error(), "providerID") {
+			t.Errorf("Replace pointed at the other cluster's Machine: err = %v, want ErrNotOwned naming the providerID", err)
+		}
+	})
+
 	t.Run("a control-plane Machine is refused", func(t *testing.T) {
 		ctx := testCtx(t)
 		n := createNode(t, c, "capi-cp", nil)
@@ -223,6 +255,36 @@ func createMachine(t *testing.T, c client.Client, ns, name, nodeName string, con
 	m.Object["status"] = map[string]any{"phase": "Running", "nodeRef": map[string]any{"kind": "Node", "name": nodeName}}
 	if err := c.Status().Update(ctx, m); err != nil {
 		t.Fatalf("setting status of Machine %s/%s: %v", ns, name, err)
+	}
+}
+
+func setMachineProviderID(t *testing.T, c client.Client, ns, name, id string) {
+	t.Helper()
+	m := &unstructured.Unstructured{}
+	m.SetGroupVersionKind(MachineGVK)
+	if err := c.Get(testCtx(t), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(m.Object, id, "spec", "providerID"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(testCtx(t), m); err != nil {
+		t.Fatalf("setting spec.providerID of Machine %s/%s: %v", ns, name, err)
+	}
+}
+
+func setMachineNodeRef(t *testing.T, c client.Client, ns, name, node string) {
+	t.Helper()
+	m := &unstructured.Unstructured{}
+	m.SetGroupVersionKind(MachineGVK)
+	if err := c.Get(testCtx(t), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(m.Object, node, "status", "nodeRef", "name"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Status().Update(testCtx(t), m); err != nil {
+		t.Fatalf("setting status.nodeRef of Machine %s/%s: %v", ns, name, err)
 	}
 }
 

@@ -44,7 +44,7 @@ func (p *Provider) find(ctx context.Context, node *corev1.Node) (types.Namespace
 	}
 	for i := range list.Items {
 		m := &list.Items[i]
-		if nodeRef(m) == node.Name {
+		if nodeRef(m) == node.Name && sameInstance(node, m) {
 			return client.ObjectKeyFromObject(m), m, verify(node, m, "status.nodeRef")
 		}
 	}
@@ -70,11 +70,27 @@ func verify(node *corev1.Node, m *unstructured.Unstructured, via string) error {
 		return fmt.Errorf("node %s points at Machine %s by its %s, but that Machine's status.nodeRef is %q; refusing to delete it: %w",
 			node.Name, id, via, ref, provider.ErrNotOwned)
 	}
+	if !sameInstance(node, m) {
+		return fmt.Errorf("Machine %s names node %s in status.nodeRef but its spec.providerID %q is not the node's %q (a Machine of another cluster with the same node name?); refusing to delete it: %w",
+			id, node.Name, machineProviderID(m), node.Spec.ProviderID, provider.ErrNotOwned)
+	}
 	if _, ok := m.GetLabels()[v1alpha1.LabelClusterAPIControlPlane]; ok {
 		return fmt.Errorf("refusing to delete Machine %s of node %s: it is a control-plane Machine (label %s): %w",
 			id, node.Name, v1alpha1.LabelClusterAPIControlPlane, provider.ErrNotOwned)
 	}
 	return nil
+}
+
+// sameInstance: a node that knows its instance (spec.providerID) is the
+// Machine's only if the Machine's spec.providerID is the same. Node names
+// repeat across the clusters a management cluster holds Machines of.
+func sameInstance(node *corev1.Node, m *unstructured.Unstructured) bool {
+	return node.Spec.ProviderID == "" || machineProviderID(m) == node.Spec.ProviderID
+}
+
+func machineProviderID(m *unstructured.Unstructured) string {
+	id, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
+	return id
 }
 
 func nodeRef(m *unstructured.Unstructured) string {
