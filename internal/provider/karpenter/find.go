@@ -65,12 +65,16 @@ func (p *Provider) find(ctx context.Context, node *corev1.Node) (string, *unstru
 		node.Spec.ProviderID, node.Name, provider.ErrNotFound)
 }
 
-// owns reports whether the NodeClaim's status names node: its nodeName, or
-// its providerID when the node has one.
+// owns reports whether the NodeClaim's status names node: its providerID
+// when both know one (they must agree: a stale claim can carry the name of
+// a node that was since reused), else its nodeName.
 func owns(node *corev1.Node, claim *unstructured.Unstructured) bool {
 	nodeName, _, _ := unstructured.NestedString(claim.Object, "status", "nodeName")
 	providerID, _, _ := unstructured.NestedString(claim.Object, "status", "providerID")
-	return nodeName == node.Name || (node.Spec.ProviderID != "" && providerID == node.Spec.ProviderID)
+	if node.Spec.ProviderID != "" && providerID != "" {
+		return providerID == node.Spec.ProviderID
+	}
+	return nodeName == node.Name
 }
 
 // verify refuses a NodeClaim that the node's hint (named by via) points at

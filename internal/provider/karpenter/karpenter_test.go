@@ -120,6 +120,27 @@ func TestKarpenter(t *testing.T) {
 		}
 	})
 
+	t.Run("a stale NodeClaim with the node's name but another instance is not the node's", func(t *testing.T) {
+		ctx := testCtx(t)
+		n := createNode(t, c, "reused", "aws:///us-west-2a/i-new", nil)
+		// Listed first; its instance is gone and its node name reused.
+		createClaim(t, c, "a-stale", map[string]any{"nodeName": "reused", "providerID": "aws:///us-west-2a/i-old"}, []string{"karpenter.sh/termination"})
+		createClaim(t, c, "b-current", map[string]any{"nodeName": "reused", "providerID": "aws:///us-west-2a/i-new"}, nil)
+		if _, err := p.Replace(ctx, n, "inc-reused"); err != nil {
+			t.Fatalf("Replace: %v", err)
+		}
+		if claimExists(t, c, "b-current") {
+			t.Error("the node's own NodeClaim (same providerID) was not deleted")
+		}
+		stale := newNodeClaim()
+		if err := c.Get(ctx, client.ObjectKey{Name: "a-stale"}, stale); err != nil {
+			t.Fatal(err)
+		}
+		if stale.GetDeletionTimestamp() != nil {
+			t.Error("the stale NodeClaim of another instance was deleted")
+		}
+	})
+
 	t.Run("a NodeClaim held by a finalizer is Terminating and not deleted twice", func(t *testing.T) {
 		ctx := testCtx(t)
 		n := createNode(t, c, "held", "aws:///us-east-1c/i-0ddd", nil)
