@@ -32,28 +32,36 @@ func authFilter(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error)
 		return nil, fmt.Errorf("creating the metrics authentication client: %w", err)
 	}
 	a := &reviewer{cs: cs, now: time.Now, cache: map[[32]byte]review{}}
-	return func(log logr.Logger, h http.Handler) (http.Handler, error) {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || token == "" {
-				http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
-				return
-			}
-			verb := strings.ToLower(r.Method)
-			rv, err := a.review(r.Context(), token, verb, r.URL.Path)
-			switch {
-			case err != nil:
-				log.Error(err, "Reviewing a metrics request")
-				http.Error(w, "authentication or authorization failed: "+err.Error(), http.StatusInternalServerError)
-			case !rv.authenticated:
-				http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			case !rv.allowed:
-				http.Error(w, fmt.Sprintf("Forbidden: %s may not %s %s", rv.user, verb, r.URL.Path), http.StatusForbidden)
-			default:
-				h.ServeHTTP(w, r)
-			}
-		}), nil
-	}, nil
+	return func(log logr.Logger, h http.Handler) (http.Handler, error) { return a.filter(log, h), nil }, nil
+}
+
+// filter answers 401 without a token the API server accepts, 403 when the
+// token's user may not use the path's verb, 503 when the API server cannot
+// tell; otherwise h serves.
+func (a *reviewer) filter(log logr.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		verb := strings.ToLower(r.Method)
+		rv, err := a.review(r.Context(), token, verb, r.URL.Path)
+		switch {
+		case err != nil:
+			// The detail (API server address, RBAC text) goes to the
+			// log, not to a caller not yet authenticated.
+			log.Error(err, "Reviewing a metrics request")
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "Service Unavailable: the API server could not review the request's token; try again", http.StatusServiceUnavailable)
+		case !rv.authenticated:
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		case !rv.allowed:
+			http.Error(w, fmt.Sprintf("Forbidden: %s may not %s %s", rv.user, verb, r.URL.Path), http.StatusForbidden)
+		default:
+			h.ServeHTTP(w, r)
+		}
+	})
 }
 
 const (
