@@ -71,7 +71,7 @@ func verify(node *corev1.Node, m *unstructured.Unstructured, via string) error {
 			node.Name, id, via, ref, provider.ErrNotOwned)
 	}
 	if !sameInstance(node, m) {
-		return fmt.Errorf("Machine %s names node %s in status.nodeRef but its spec.providerID %q is not the node's %q (a Machine of another cluster with the same node name?); refusing to delete it: %w",
+		return fmt.Errorf("refusing to delete Machine %s: it names node %s in status.nodeRef but its spec.providerID %q is not the node's %q (a Machine of another cluster with the same node name?): %w",
 			id, node.Name, machineProviderID(m), node.Spec.ProviderID, provider.ErrNotOwned)
 	}
 	if _, ok := m.GetLabels()[v1alpha1.LabelClusterAPIControlPlane]; ok {
