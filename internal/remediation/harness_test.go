@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -282,25 +283,32 @@ func (h *harness) blockingPDB(ns, name string, labels map[string]string) {
 	}
 }
 
-// markPodReady writes the status a kubelet would for a running, ready pod
-// (the kwok stages built here do not start pods); the Eviction API lets an
-// unready pod go even when its PDB is exhausted, so PDB tests need this.
+// markPodReady writes the status a kubelet would for a running, ready pod;
+// the Eviction API lets an unready pod go even when its PDB is exhausted,
+// so PDB tests need this. With a pod IP, kwok's pod-create stage (which
+// matches pods without one, 1-6 s after creation) leaves the pod alone:
+// otherwise it would rewrite the status to not Ready later.
 func (h *harness) markPodReady(ns, name string) {
 	h.t.Helper()
-	var p corev1.Pod
-	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &p); err != nil {
-		h.t.Fatal(err)
-	}
-	now := metav1.Now()
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{
-		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-	}
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "trainer:latest", Ready: true,
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
-	if err := h.c.Status().Update(context.Background(), &p); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var p corev1.Pod
+		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &p); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP = "10.0.255.1"
+		p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.255.1"}}
+		p.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "trainer:latest", Ready: true,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
+		return h.c.Status().Update(context.Background(), &p)
+	})
+	if err != nil {
 		h.t.Fatalf("marking pod %s/%s ready: %v", ns, name, err)
 	}
 }
