@@ -26,11 +26,7 @@ func TestForceDeleteAuditsEachPodAndHonoursEmptyDir(t *testing.T) {
 	})
 	node := e.addNodes("gpu", 1)[0]
 	e.runPod("default", "critical-0", node, nil)
-	e.create(&corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "scratch-0"},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "trainer:latest"}},
-			Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
-	})
+	runScratchPod(e, node)
 	e.breakGPU(node, "replace")
 	e.step(2 * time.Minute)
 	e.step(10*time.Minute + e.opts.Poll)
@@ -70,11 +66,7 @@ func TestForceDeleteOfEmptyDirPodsWhenAllowed(t *testing.T) {
 	e := newClockEnv(t, pdbRefuses("default/scratch-0"))
 	e.policy("p", func(s *v1alpha1.RemediationPolicySpec) { s.Drain.OnTimeout = v1alpha1.DrainForceDelete })
 	node := e.addNodes("gpu", 1)[0]
-	e.create(&corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "scratch-0"},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "trainer:latest"}},
-			Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
-	})
+	runScratchPod(e, node)
 	e.breakGPU(node, "replace")
 	e.step(2 * time.Minute)
 	e.step(10*time.Minute + e.opts.Poll)
@@ -90,4 +82,14 @@ func TestForceDeleteOfEmptyDirPodsWhenAllowed(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d force-delete audit records for default/scratch-0, want 1", n)
 	}
+}
+
+// runScratchPod runs default/scratch-0 on node with an emptyDir volume.
+func runScratchPod(e *clockEnv, node string) {
+	e.t.Helper()
+	e.create(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "scratch-0"},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "trainer:latest"}},
+			Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
+	})
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 func TestLint(t *testing.T) {
@@ -159,7 +161,7 @@ func container(t *testing.T, o *unstructured.Unstructured, name string) map[stri
 // TestMonitoringContent: the PrometheusRule carries dashboards/alerts.yaml
 // and the dashboard ConfigMap dashboards/gpuheal-fleet.json, unchanged.
 func TestMonitoringContent(t *testing.T) {
-	root := repoRoot(t)
+	root := testcluster.RepoRoot(t)
 	objs := decode(t, render(t, "-f", "testdata/monitoring.yaml"))
 
 	rule := find(t, objs, "PrometheusRule", "gpuheal")

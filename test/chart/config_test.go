@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/flagenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // TestRulesConfigMap: agent.rules reaches the agent as a file it loads,
@@ -68,7 +69,7 @@ var flagRE = regexp.MustCompile(`fs\.[A-Za-z0-9]+\(&[^,]+,\s*"([a-z0-9-]+)"`)
 
 func flagsOf(t *testing.T, binary string) map[string]bool {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(repoRoot(t), "cmd", binary, "options.go"))
+	src, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(t), "cmd", binary, "options.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 const regenerate = "run hack/render-deploy.sh"
@@ -16,7 +18,7 @@ const regenerate = "run hack/render-deploy.sh"
 // TestDeployUpToDate: deploy/ is exactly what hack/render-deploy.sh renders
 // from the chart now, file for file and byte for byte.
 func TestDeployUpToDate(t *testing.T) {
-	root := repoRoot(t)
+	root := testcluster.RepoRoot(t)
 	helm := helmBin(t)
 	out := t.TempDir()
 	cmd := exec.Command(filepath.Join(root, "hack", "render-deploy.sh"), out)
@@ -48,7 +50,7 @@ func TestDeployUpToDate(t *testing.T) {
 // TestChartFilesUpToDate: the copies the chart ships of files kept
 // elsewhere (Helm reads only files inside the chart) equal their sources.
 func TestChartFilesUpToDate(t *testing.T) {
-	root := repoRoot(t)
+	root := testcluster.RepoRoot(t)
 	for src, dst := range map[string]string{
 		"dashboards/alerts.yaml":               "charts/gpuheal/files/alerts.yaml",
 		"dashboards/gpuheal-fleet.json":        "charts/gpuheal/files/gpuheal-fleet.json",

@@ -87,7 +87,7 @@ func TestServerSideDryRun(t *testing.T) {
 // no-op once it is there).
 func promOperatorCRDs(t *testing.T) (string, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", promOperatorModule)
-	cmd.Dir = filepath.Join(repoRoot(t), "hack", "tools", "helm")
+	cmd.Dir = filepath.Join(testcluster.RepoRoot(t), "hack", "tools", "helm")
 	out, err := cmd.Output()
 	var mod struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &mod); jerr != nil || mod.Dir == "" {

@@ -17,7 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
@@ -50,16 +50,9 @@ var valueSets = []valueSet{
 // namespace is where the tests install the release.
 const namespace = "gpuheal"
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := testenv.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
+func chartDir(t *testing.T) string {
+	return filepath.Join(testcluster.RepoRoot(t), "charts", "gpuheal")
 }
-
-func chartDir(t *testing.T) string { return filepath.Join(repoRoot(t), "charts", "gpuheal") }
 
 // helmBin is bin/helm (or $GPUHEAL_BIN_DIR/helm), built by
 // hack/build-helm.sh. Without it the test fails under CI and skips
@@ -68,7 +61,7 @@ func helmBin(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("GPUHEAL_BIN_DIR")
 	if dir == "" {
-		dir = filepath.Join(repoRoot(t), "bin")
+		dir = filepath.Join(testcluster.RepoRoot(t), "bin")
 	}
 	path := filepath.Join(dir, "helm")
 	if _, err := os.Stat(path); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // workDir holds what the tests build once for all of them.
@@ -26,19 +27,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := testenv.RepoRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 // The Makefile's flags for the agent: cgo on, Go's internal linker, and
@@ -57,7 +45,7 @@ var (
 // agentBinary builds cmd/gpuheal-agent once, the way `make build` does.
 func agentBinary(t *testing.T) string {
 	t.Helper()
-	root := repoRoot(t)
+	root := testcluster.RepoRoot(t)
 	agentOnce.Do(func() {
 		out := filepath.Join(workDir, "gpuheal-agent")
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", agentLDFlags, "-o", out, "./cmd/gpuheal-agent")
@@ -94,7 +82,7 @@ var (
 // by their soname, each in its own directory.
 func stubLibraries(t *testing.T) stubs {
 	t.Helper()
-	root := repoRoot(t)
+	root := testcluster.RepoRoot(t)
 	stubOnce.Do(func() {
 		build := func(name string, defs ...string) (string, error) {
 			out := filepath.Join(workDir, name, "libnvidia-ml.so.1")

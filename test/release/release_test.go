@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 type workflow struct {
@@ -40,18 +40,9 @@ type step struct {
 	Env  map[string]string `json:"env"`
 }
 
-func root(t *testing.T) string {
-	t.Helper()
-	r, err := testenv.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 func load(t *testing.T) workflow {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root(t), ".github", "workflows", "release.yml"))
+	b, err := os.ReadFile(filepath.Join(testcluster.RepoRoot(t), ".github", "workflows", "release.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +117,7 @@ func TestReleaseWorkflow(t *testing.T) {
 
 // TestBaseImagesPinned: every base image default in build/ is a digest.
 func TestBaseImagesPinned(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(root(t), "build", "*.Dockerfile"))
+	files, err := filepath.Glob(filepath.Join(testcluster.RepoRoot(t), "build", "*.Dockerfile"))
 	if err != nil || len(files) != 3 {
 		t.Fatalf("Dockerfiles: %v %v", files, err)
 	}

@@ -163,9 +163,9 @@ func TestClusterAPI(t *testing.T) {
 		}
 		// Listed first: team-a sorts before team-b.
 		createMachine(t, c, "team-a", "m-theirs", "dup", true, nil)
-		setMachineProviderID(t, c, "team-a", "m-theirs", "aws:///us-east-1a/i-theirs")
+		setMachineField(t, c, "team-a", "m-theirs", "aws:///us-east-1a/i-theirs", "spec", "providerID")
 		createMachine(t, c, "team-b", "m-ours", "dup", true, nil)
-		setMachineProviderID(t, c, "team-b", "m-ours", "aws:///us-east-1a/i-ours")
+		setMachineField(t, c, "team-b", "m-ours", "aws:///us-east-1a/i-ours", "spec", "providerID")
 		if _, err := p.Replace(ctx, n, "inc-dup"); err != nil {
 			t.Fatalf("Replace: %v", err)
 		}
@@ -181,7 +181,7 @@ func TestClusterAPI(t *testing.T) {
 		if err := c.Create(ctx, n2); err != nil {
 			t.Fatal(err)
 		}
-		setMachineNodeRef(t, c, "team-a", "m-theirs", "dup-2")
+		setMachineField(t, c, "team-a", "m-theirs", "dup-2", "status", "nodeRef", "name")
 		if _, err := p.Replace(ctx, n2, "inc-dup-2"); !errors.Is(err, provider.ErrNotOwned) || !strings.Contains(err.Error(), "providerID") {
 			t.Errorf("Replace pointed at the other cluster's Machine: err = %v, want ErrNotOwned naming the providerID", err)
 		}
@@ -258,33 +258,26 @@ func createMachine(t *testing.T, c client.Client, ns, name, nodeName string, con
 	}
 }
 
-func setMachineProviderID(t *testing.T, c client.Client, ns, name, id string) {
+// setMachineField sets one field of a Machine (status fields through the
+// status subresource, as Cluster API's controllers write them).
+func setMachineField(t *testing.T, c client.Client, ns, name, value string, fields ...string) {
 	t.Helper()
 	m := &unstructured.Unstructured{}
 	m.SetGroupVersionKind(MachineGVK)
 	if err := c.Get(testCtx(t), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
 		t.Fatal(err)
 	}
-	if err := unstructured.SetNestedField(m.Object, id, "spec", "providerID"); err != nil {
+	if err := unstructured.SetNestedField(m.Object, value, fields...); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Update(testCtx(t), m); err != nil {
-		t.Fatalf("setting spec.providerID of Machine %s/%s: %v", ns, name, err)
+	var err error
+	if fields[0] == "status" {
+		err = c.Status().Update(testCtx(t), m)
+	} else {
+		err = c.Update(testCtx(t), m)
 	}
-}
-
-func setMachineNodeRef(t *testing.T, c client.Client, ns, name, node string) {
-	t.Helper()
-	m := &unstructured.Unstructured{}
-	m.SetGroupVersionKind(MachineGVK)
-	if err := c.Get(testCtx(t), types.NamespacedName{Namespace: ns, Name: name}, m); err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedField(m.Object, node, "status", "nodeRef", "name"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Status().Update(testCtx(t), m); err != nil {
-		t.Fatalf("setting status.nodeRef of Machine %s/%s: %v", ns, name, err)
+	if err != nil {
+		t.Fatalf("setting %s of Machine %s/%s: %v", strings.Join(fields, "."), ns, name, err)
 	}
 }
 

@@ -62,3 +62,14 @@ func RequireBinaries(t testing.TB, withKwok, withWorkloads bool) string {
 	}
 	return binDir
 }
+
+// RepoRoot is the repository's root (the directory with go.mod) above the
+// test's working directory.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := testenv.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
