@@ -48,14 +48,21 @@ deps: ## install what a fresh machine lacks (Debian packages, control plane)
 	./hack/build-controlplane.sh
 	./hack/build-helm.sh
 
+# The unit tests without the race detector: the quick loop while editing.
+# -vet=off: `make vet` runs every analyzer (go test's own subset would run
+# again per test binary). The agent's link mode also links its packages'
+# test binaries: the external linker took a quarter more CPU for them.
+.PHONY: test-unit
+test-unit: ## unit tests: no API server, kubelet or other outside part
+	./hack/ensure-deps.sh
+	$(GO) test -vet=off -ldflags='$(AGENT_LINK)' -count=1 $(PKGS)
+
+# The same tests under the race detector, as `make test` and CI run them.
 # The race runtime sleeps 1 s at exit by default, for goroutines still
 # running to report; every test stops its goroutines before it ends, and the
-# sleep would cost a second per package. -vet=off: `make vet` runs every
-# analyzer (go test's own subset would run again per test binary). The
-# agent's link mode also links its packages' test binaries: the external
-# linker took a quarter more CPU for them.
-.PHONY: test-unit
-test-unit: ## unit tests with -race: no API server, kubelet or other outside part
+# sleep would cost a second per package.
+.PHONY: test-race
+test-race: ## unit tests with -race (what make test runs)
 	./hack/ensure-deps.sh
 	GORACE=atexit_sleep_ms=0 $(GO) test -race -vet=off -ldflags='$(AGENT_LINK)' -count=1 $(PKGS)
 
@@ -77,7 +84,7 @@ test-install: deps ## the chart on a real kubelet with locally built images (nee
 # The install test runs last and alone: its image builds and kubelet load
 # the machine, and the other suites' waits are on real time.
 .PHONY: test
-test: fmt-check test-unit vet test-integration test-install ## all tests: gofmt, vet, unit (-race), integration, install
+test: fmt-check test-race vet test-integration test-install ## all tests: gofmt, vet, unit (-race), integration, install
 
 .PHONY: bench
 bench: deps ## benchmarks (numbers go to docs/benchmarks.md); BENCH_AGENT_SECONDS=300
