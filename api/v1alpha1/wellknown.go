@@ -306,3 +306,32 @@ const (
 // one of that policy's unhealthy conditions shown by the node: an incident
 // made by hand cannot choose a laxer policy or escape the policy's limits.
 const ReasonPolicyMismatch = "PolicyMismatch"
+
+// GPU Operator driver upgrades (issue 22, item 7). The GPU Operator's
+// upgrade controller (github.com/NVIDIA/k8s-operator-libs, pkg/upgrade/
+// consts.go: UpgradeStateLabelKeyFmt "nvidia.com/%s-driver-upgrade-state"
+// with the component "gpu", and the UpgradeState* values) walks each node
+// through these states; DriverUpgradeMaintenance and
+// DriverUpgradeReleasesDriver (driverupgrade.go) say what gpuheal makes of
+// each.
+const (
+	LabelNvidiaDriverUpgradeState = "nvidia.com/gpu-driver-upgrade-state"
+
+	DriverUpgradeRequired                = "upgrade-required"
+	DriverUpgradeCordonRequired          = "cordon-required"
+	DriverUpgradeWaitForJobsRequired     = "wait-for-jobs-required"
+	DriverUpgradePodDeletionRequired     = "pod-deletion-required"
+	DriverUpgradeDrainRequired           = "drain-required"
+	DriverUpgradeNodeMaintenanceRequired = "node-maintenance-required"
+	DriverUpgradePostMaintenanceRequired = "post-maintenance-required"
+	DriverUpgradePodRestartRequired      = "pod-restart-required"
+	DriverUpgradeValidationRequired      = "validation-required"
+	DriverUpgradeUncordonRequired        = "uncordon-required"
+	DriverUpgradeDone                    = "upgrade-done"
+	DriverUpgradeFailed                  = "upgrade-failed"
+
+	// EventReasonDriverUpgradeInProgress (controller) on a Node: the GPU
+	// Operator is upgrading its driver; no incident opens and the breakers
+	// do not count it until the upgrade ends. Once per upgrade.
+	EventReasonDriverUpgradeInProgress = "DriverUpgradeInProgress"
+)

@@ -18,6 +18,9 @@ import (
 type Deps struct {
 	// Source is the GPU backend; Run closes it.
 	Source gpu.Source
+	// Open opens the backend again after Run released it for a GPU
+	// Operator driver upgrade; nil keeps Source open through upgrades.
+	Open func() (gpu.Source, error)
 	// Kube is the core/v1 client for the agent's own Node; nil runs
 	// without Kubernetes (--standalone).
 	Kube rest.Interface
@@ -50,6 +53,7 @@ func NewDeps(o *Options) (Deps, error) {
 		return Deps{}, err
 	}
 	d.Source = src
+	d.Open = func() (gpu.Source, error) { return openSource(o) }
 	if !o.Standalone {
 		if d.Kube, err = kubecore.NewClient(o.Kubeconfig, 0); err != nil {
 			_ = src.Close()

@@ -36,6 +36,11 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		return errors.New("agent: no GPU backend given")
 	}
 	src, model, kube := d.Source, d.Model, d.Kube
+	var gate *driverGate // releases the driver during GPU Operator upgrades
+	if kube != nil && d.Open != nil && !o.Once {
+		gate = newDriverGate(src, d.Open, log)
+		src = gate
+	}
 	clk := d.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -85,6 +90,10 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	}
 	ready := newReadiness(clk, threshold)
 	c.onSnapshot = func(s *gpu.NodeSnapshot) {
+		if gate != nil && gate.paused() {
+			ready.observe(readyGPU, nil) // the driver is away on purpose
+			return
+		}
 		var err error
 		if s == nil {
 			err = errNoSnapshot
@@ -113,6 +122,11 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 			health.addFinding(f)
 			pred.AddFinding(f)
 		}
+	}
+
+	if gate != nil {
+		onFinding = gate.dropWhilePaused(onFinding)
+		go watchDriverUpgrade(ctx, kube, o.NodeName, gate, o.Interval, time.Minute, log)
 	}
 
 	if o.KmsgPath != "" {

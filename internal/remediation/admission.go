@@ -68,7 +68,7 @@ func (f *fleetCounter) view(ctx context.Context, p *policy) (fleetView, error) {
 			continue
 		}
 		v.matched++
-		if p.unhealthyNow(n) != nil || heldOutOfService(n) {
+		if !inDriverUpgrade(n) && (p.unhealthyNow(n) != nil || heldOutOfService(n)) {
 			v.unhealthy++
 		}
 	}

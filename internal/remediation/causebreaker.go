@@ -53,7 +53,16 @@ func (r *remediationReconciler) causeHeld(ctx context.Context, in *incident, mat
 			causeID(it.Spec.Cause) != id || it.Spec.Cause == (v1alpha1.Cause{}) {
 			continue
 		}
-		nodes[it.Spec.NodeName] = true
+		if nodes[it.Spec.NodeName] {
+			continue
+		}
+		upgrading, err := nodeInDriverUpgrade(ctx, r.client, it.Spec.NodeName)
+		if err != nil {
+			return "", fmt.Errorf("reading node %s: %w", it.Spec.NodeName, err)
+		}
+		if !upgrading {
+			nodes[it.Spec.NodeName] = true
+		}
 	}
 	n := len(nodes)
 	limit := p.maxPerCause(matched)

@@ -34,13 +34,15 @@ type nodeReconciler struct {
 	// second incident can be opened for a node in the moment the cache
 	// lags our own create.
 	opened map[string]string
-	audit  auditor
+	// upgrading: nodes whose driver upgrade has been announced by an Event.
+	upgrading map[string]bool
+	audit     auditor
 }
 
 // newNodeReconciler is the incident opener on the clock given (a fake one
 // in tests, which step it instead of waiting out a policy's durations).
 func newNodeReconciler(c client.Client, recorder events.EventRecorder, clk clock.PassiveClock, aud auditor) *nodeReconciler {
-	return &nodeReconciler{client: c, recorder: cleanEvents{recorder}, clock: clk, conflicts: map[string]string{}, opened: map[string]string{}, audit: aud}
+	return &nodeReconciler{client: c, recorder: cleanEvents{recorder}, clock: clk, conflicts: map[string]string{}, opened: map[string]string{}, upgrading: map[string]bool{}, audit: aud}
 }
 
 func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -58,7 +60,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	r.reportConflict(&node, nil)
 	p := pols[0]
-	if optedOut(&node) {
+	if optedOut(&node) || r.reportDriverUpgrade(&node) {
 		return ctrl.Result{}, nil
 	}
 	cond, wait := p.unhealthyFor(&node, r.clock.Now())

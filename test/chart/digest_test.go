@@ -47,7 +47,7 @@ func TestImageDigest(t *testing.T) {
 		}
 	}
 	args := []string{"template", "gpuheal", chartDir(t), "--namespace", namespace, "--set", "controller.image.digest=sha256:abc"}
-	if _, err := runHelm(t, args...); err == nil || !strings.Contains(err.Error(), `image digest "sha256:abc"`) {
+	if _, err := runHelm(t, args...); err == nil || !strings.Contains(err.Error(), "'/controller/image/digest': 'sha256:abc' does not match") {
 		t.Errorf("malformed digest: %v, want an error naming it", err)
 	}
 }

@@ -4,6 +4,7 @@
 // least-privilege promise, and that deploy/ is the chart's rendering.
 // helm comes from bin/ (hack/build-helm.sh).
 //
-// helm is run as a subprocess, so the tests are built only with
-// -tags integration.
+// helm is run as a subprocess, so the tests that run it are built only
+// with -tags integration; the schema's coverage of values.yaml is a plain
+// test.
 package chart

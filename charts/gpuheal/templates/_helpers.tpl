@@ -59,13 +59,58 @@ app.kubernetes.io/instance: {{ $.Release.Name }}
 {{- end -}}
 {{- end -}}
 
-{{/* The GPU node selector as a label selector string (k=v,k=v). */}}
-{{- define "gpuheal.gpuNodeSelectorString" -}}
-{{- $parts := list -}}
-{{- range $k, $v := .Values.gpuNodeSelector -}}
-{{- $parts = append $parts (printf "%s=%s" $k $v) -}}
+{{/* "true" when the agent's pod asks for agent.runtimeClassName
+(agent.runtimeClass: auto looks the RuntimeClass up; with no cluster to
+ask, a lookup of kube-system finds nothing, and auto renders it). */}}
+{{- define "gpuheal.useRuntimeClass" -}}
+{{- $a := .Values.agent -}}
+{{- if and $a.runtimeClassName (ne $a.runtimeClass "never") -}}
+{{- if eq $a.runtimeClass "always" -}}true
+{{- else if not (lookup "v1" "Namespace" "" "kube-system") -}}true
+{{- else if lookup "node.k8s.io/v1" "RuntimeClass" "" $a.runtimeClassName -}}true
 {{- end -}}
-{{- join "," $parts -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when the node (a Node object as lookup returns it) matches
+gpuNodeSelector and any one of gpuNodeAffinity's terms, as the scheduler
+reads them: (list $ node) */}}
+{{- define "gpuheal.isGPUNode" -}}
+{{- $ := index . 0 -}}
+{{- $labels := default dict (index . 1).metadata.labels -}}
+{{- $ok := true -}}
+{{- range $k, $v := $.Values.gpuNodeSelector -}}
+{{- if ne (toString (get $labels $k)) (toString $v) -}}{{- $ok = false -}}{{- end -}}
+{{- end -}}
+{{- if and $ok $.Values.gpuNodeAffinity -}}
+{{- $any := false -}}
+{{- range $term := $.Values.gpuNodeAffinity -}}
+{{- $all := true -}}
+{{- range $e := $term.matchExpressions -}}
+{{- $has := hasKey $labels $e.key -}}
+{{- $v := toString (get $labels $e.key) -}}
+{{- $vals := list -}}
+{{- range $e.values -}}{{- $vals = append $vals (toString .) -}}{{- end -}}
+{{- if eq $e.operator "In" -}}{{- if not (and $has (has $v $vals)) -}}{{- $all = false -}}{{- end -}}
+{{- else if eq $e.operator "NotIn" -}}{{- if and $has (has $v $vals) -}}{{- $all = false -}}{{- end -}}
+{{- else if eq $e.operator "Exists" -}}{{- if not $has -}}{{- $all = false -}}{{- end -}}
+{{- else if eq $e.operator "DoesNotExist" -}}{{- if $has -}}{{- $all = false -}}{{- end -}}
+{{- else if eq $e.operator "Gt" -}}{{- if not (and $has (regexMatch "^-?[0-9]+$" $v) (gt (atoi $v) (atoi (first $vals)))) -}}{{- $all = false -}}{{- end -}}
+{{- else if eq $e.operator "Lt" -}}{{- if not (and $has (regexMatch "^-?[0-9]+$" $v) (lt (atoi $v) (atoi (first $vals)))) -}}{{- $all = false -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and $all $term.matchExpressions -}}{{- $any = true -}}{{- end -}}
+{{- end -}}
+{{- $ok = $any -}}
+{{- end -}}
+{{- if $ok -}}true{{- end -}}
+{{- end -}}
+
+{{/* An image reference a registry can resolve: a lower-case repository
+and a tag, or a digest. (list $ .Values.agent.image) */}}
+{{- define "gpuheal.imageWellFormed" -}}
+{{- $ref := include "gpuheal.image" . -}}
+{{- if regexMatch "^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})$" $ref -}}true{{- end -}}
 {{- end -}}
 
 {{/* Whether a provider is enabled: (list $ "karpenter") */}}
