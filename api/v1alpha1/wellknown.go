@@ -306,3 +306,15 @@ const (
 // one of that policy's unhealthy conditions shown by the node: an incident
 // made by hand cannot choose a laxer policy or escape the policy's limits.
 const ReasonPolicyMismatch = "PolicyMismatch"
+
+// Agent GPU side (driver and GPU count): node labels other projects
+// publish that tell the agent how many GPUs a node should have, read
+// before the NVIDIA GPU Operator's LabelNvidiaGPUCount and the
+// instance-type table (internal/agent/gpucount.go).
+const (
+	// LabelKarpenterInstanceGPUCount (Karpenter's AWS provider) is the
+	// GPU count of the node's instance type.
+	LabelKarpenterInstanceGPUCount = "karpenter.k8s.aws/instance-gpu-count"
+	// LabelEKSInstanceGPUCount (EKS Auto Mode) is the same fact.
+	LabelEKSInstanceGPUCount = "eks.amazonaws.com/instance-gpu-count"
+)
