@@ -37,7 +37,7 @@ type retryingSource struct {
 	why   string // how the node is known to have GPUs
 	clock clock.Clock
 	// rand is in [0,1); spawn runs an attempt (tests run it inline).
-	rand func() float64
+	rand  func() float64
 	spawn func(func())
 
 	mu       sync.Mutex
