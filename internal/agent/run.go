@@ -84,12 +84,18 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		threshold = DefaultReadyThreshold
 	}
 	ready := newReadiness(clk, threshold)
+	xids, err := startXidMerge(o, health, log)
+	if err != nil {
+		return err
+	}
 	c.onSnapshot = func(s *gpu.NodeSnapshot) {
 		var err error
 		if s == nil {
 			err = errNoSnapshot
 		}
 		ready.observe(readyGPU, err)
+		// Not to the predictor: it reads NVML's Xids from the snapshot.
+		xids.nvmlFindings(s, health.addFinding)
 		health.setSnapshot(s)
 	}
 	if health.conditions != nil {
@@ -116,7 +122,13 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	}
 
 	if o.KmsgPath != "" {
-		mon, err := startKmsgMonitor(ctx, o, exp, health.engine.RuleSet().XIDOverrides, onFinding, log)
+		fromKernel := onFinding
+		kernel := func(f finding.Finding) {
+			if xids.fromKernel(f) {
+				fromKernel(f)
+			}
+		}
+		mon, err := startKmsgMonitor(ctx, o, exp, health.engine.RuleSet().XIDOverrides, kernel, log)
 		if err != nil {
 			return err
 		}
