@@ -83,3 +83,29 @@ func TestKnownGPUNode(t *testing.T) {
 		})
 	}
 }
+
+// Node labels are outside input: any value gives a count ≥ 0 or an error
+// naming the label, never a panic or a negative count.
+func FuzzExpectedFromNode(f *testing.F) {
+	f.Add("8", "", "p5.48xlarge")
+	f.Add("", "eight", "")
+	f.Add("-1", "9999999999999999999999", "p6-b200.48xlarge")
+	f.Fuzz(func(t *testing.T, karpenter, operator, instanceType string) {
+		labels := map[string]string{v1alpha1.LabelInstanceType: instanceType}
+		if karpenter != "" {
+			labels[v1alpha1.LabelKarpenterInstanceGPUCount] = karpenter
+		}
+		if operator != "" {
+			labels[v1alpha1.LabelNvidiaGPUCount] = operator
+		}
+		n, key, err := expectedFromNode(labelledNode(labels))
+		switch {
+		case err != nil && !strings.Contains(err.Error(), key):
+			t.Fatalf("error %q does not name the label %s", err, key)
+		case err == nil && n < 0:
+			t.Fatalf("count %d", n)
+		case err == nil && n > 0 && key == "":
+			t.Fatalf("count %d from no key", n)
+		}
+	})
+}
