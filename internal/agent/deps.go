@@ -88,7 +88,7 @@ func retryIfGPUsKnown(o *Options, kube rest.Interface, clk clock.Clock, openErr 
 		defer cancel()
 		n, err := kubecore.GetNode(ctx, kube, o.NodeName)
 		if err != nil {
-			return nil, fmt.Errorf("%w (and whether the node should have GPUs is unknown: %v)", openErr, err)
+			return nil, fmt.Errorf("%w (and whether the node should have GPUs is unknown: %w)", openErr, err)
 		}
 		if known, key := knownGPUNode(n); known {
 			why = "node " + n.Name + " " + key

@@ -32,7 +32,7 @@ func (f *fakeOpener) open() (gpu.Source, error) {
 	return n, nil
 }
 
-func newTestRetrying(t *testing.T, clk *clocktesting.FakeClock, f *fakeOpener, jitter float64) *retryingSource {
+func newTestRetrying(clk *clocktesting.FakeClock, f *fakeOpener, jitter float64) *retryingSource {
 	r := newRetryingSource("nvml", "node n1 capacity nvidia.com/gpu", errors.New("first failure"), f.open, clk)
 	r.rand = func() float64 { return jitter }
 	r.spawn = func(fn func()) { fn() }
@@ -47,7 +47,7 @@ func newTestRetrying(t *testing.T, clk *clocktesting.FakeClock, f *fakeOpener, j
 func TestRetryingSourceBacksOffThenOpens(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC))
 	f := &fakeOpener{t: t}
-	r := newTestRetrying(t, clk, f, 0.5) // 0.5: no jitter
+	r := newTestRetrying(clk, f, 0.5) // 0.5: no jitter
 	ctx := context.Background()
 
 	_, err := r.Snapshot(ctx)
@@ -111,7 +111,7 @@ func TestRetryingSourceJitter(t *testing.T) {
 func TestRetryingSourceClosedWhileOpening(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	f := &fakeOpener{t: t, ok: true}
-	r := newTestRetrying(t, clk, f, 0.5)
+	r := newTestRetrying(clk, f, 0.5)
 	var pending func()
 	r.spawn = func(fn func()) { pending = fn }
 	clk.Step(reopenInitial)

@@ -120,7 +120,7 @@ func (a *clusterAgent) exitedErr() error {
 	select {
 	case err := <-a.exited:
 		a.exited <- err
-		return fmt.Errorf("gpuheal-agent exited: %v\nstderr:\n%s", err, a.stderr)
+		return fmt.Errorf("gpuheal-agent exited: %w\nstderr:\n%s", err, a.stderr)
 	default:
 		return nil
 	}
