@@ -51,7 +51,7 @@ func TestAgentOnStubNVML(t *testing.T) {
 			noGPU("no NVIDIA GPU found: nvml: initializing NVML: Init: Driver Not Loaded")},
 		{"driver root without the library", libs.full, "ok", viaLoaderPath, []string{"--driver-root=" + emptyRoot},
 			noGPU("no NVIDIA GPU found: nvml: no libnvidia-ml.so.1 under driver root " + emptyRoot +
-				" (searched " + multiarchDir() + ", usr/lib64, usr/lib, lib64, lib)")},
+				" (searched " + multiarchDir() + ", usr/lib64, usr/lib, lib64, lib and the root itself)")},
 		// R470 lacks functions the agent calls on newer drivers; calling
 		// one would end the agent (exit 127, "symbol lookup error").
 		{"old driver (R470 symbols)", libs.r470, "old-driver", viaDriverRoot, nil, healthyNode("470.256.02", "11.4", false)},

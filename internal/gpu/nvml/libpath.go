@@ -55,7 +55,8 @@ func findLibrary(root, goarch string) (string, error) {
 		}
 		return resolveInRoot(root, p)
 	}
-	return "", fmt.Errorf("no %s under driver root %s (searched %s)", LibraryName, root, strings.Join(dirs, ", "))
+	searched := strings.Join(dirs[:len(dirs)-1], ", ") + " and the root itself"
+	return "", fmt.Errorf("no %s under driver root %s (searched %s)", LibraryName, root, searched)
 }
 
 // resolveInRoot follows the links of the library file itself inside
