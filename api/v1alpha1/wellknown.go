@@ -335,3 +335,15 @@ const (
 	// do not count it until the upgrade ends. Once per upgrade.
 	EventReasonDriverUpgradeInProgress = "DriverUpgradeInProgress"
 )
+
+// Agent GPU side (driver and GPU count): node labels other projects
+// publish that tell the agent how many GPUs a node should have, read
+// before the NVIDIA GPU Operator's LabelNvidiaGPUCount and the
+// instance-type table (internal/agent/gpucount.go).
+const (
+	// LabelKarpenterInstanceGPUCount (Karpenter's AWS provider) is the
+	// GPU count of the node's instance type.
+	LabelKarpenterInstanceGPUCount = "karpenter.k8s.aws/instance-gpu-count"
+	// LabelEKSInstanceGPUCount (EKS Auto Mode) is the same fact.
+	LabelEKSInstanceGPUCount = "eks.amazonaws.com/instance-gpu-count"
+)

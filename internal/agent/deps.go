@@ -1,7 +1,11 @@
 package agent
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -36,9 +40,11 @@ type Deps struct {
 }
 
 // NewDeps opens what the options name: the failure model first, so that a
-// bad model file stops the agent before it touches a GPU, then the GPU
-// backend, then (inside a cluster) the API client. One snapshot (Once)
-// needs no model: the predictor belongs to the long-running agent.
+// bad model file stops the agent before it touches a GPU, then (inside a
+// cluster) the API client, then the GPU backend. A backend that cannot be
+// opened on a node that should have GPUs is retried in the background
+// (retryIfGPUsKnown). One snapshot (Once) needs no model: the predictor
+// belongs to the long-running agent.
 func NewDeps(o *Options) (Deps, error) {
 	d := Deps{Clock: clock.RealClock{}}
 	if !o.Once {
@@ -48,17 +54,52 @@ func NewDeps(o *Options) (Deps, error) {
 		}
 		d.Model = m
 	}
+	var err error
+	if !o.Standalone {
+		if d.Kube, err = kubecore.NewClient(o.Kubeconfig, 0); err != nil {
+			return Deps{}, err
+		}
+	}
 	src, err := openSource(o)
+	if errors.Is(err, ErrNoGPU) && !o.Once {
+		src, err = retryIfGPUsKnown(o, d.Kube, d.Clock, err)
+	}
 	if err != nil {
 		return Deps{}, err
 	}
 	d.Source = src
 	d.Open = func() (gpu.Source, error) { return openSource(o) }
-	if !o.Standalone {
-		if d.Kube, err = kubecore.NewClient(o.Kubeconfig, 0); err != nil {
-			_ = src.Close()
-			return Deps{}, err
+	return d, nil
+}
+
+// nodeReadTimeout bounds reading the agent's Node when deciding whether a
+// backend that failed to open means "no GPU here" or "a broken driver".
+const nodeReadTimeout = 30 * time.Second
+
+// retryIfGPUsKnown turns a backend that found no GPU into one that keeps
+// trying (retryingSource) when the node should have GPUs: --expected-gpus,
+// or what the cluster says of the Node (knownGPUNode). Otherwise the
+// agent exits with openErr, as on a node without GPUs. A Node that cannot
+// be read leaves openErr too, with the reason: the agent then restarts
+// and asks again.
+func retryIfGPUsKnown(o *Options, kube rest.Interface, clk clock.Clock, openErr error) (gpu.Source, error) {
+	why := ""
+	switch {
+	case o.ExpectedGPUs > 0:
+		why = "--expected-gpus"
+	case kube != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), nodeReadTimeout)
+		defer cancel()
+		n, err := kubecore.GetNode(ctx, kube, o.NodeName)
+		if err != nil {
+			return nil, fmt.Errorf("%w (and whether the node should have GPUs is unknown: %w)", openErr, err)
+		}
+		if known, key := knownGPUNode(n); known {
+			why = "node " + n.Name + " " + key
 		}
 	}
-	return d, nil
+	if why == "" {
+		return nil, openErr
+	}
+	return newRetryingSource(o.Backend, why, openErr, func() (gpu.Source, error) { return openSource(o) }, clk), nil
 }

@@ -2,20 +2,19 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
 
-	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 )
 
-// watchExpectedGPUs reads the node's GPU-count label now and then, so a GPU
-// that vanished from the driver shows as "found < expected".
+// watchExpectedGPUs reads the node's expected GPU count (expectedFromNode)
+// now and then, so a GPU that vanished from the driver shows as "found <
+// expected". It runs only without --expected-gpus: a count the operator
+// gave wins over what the cluster says.
 func watchExpectedGPUs(ctx context.Context, cs rest.Interface, node string, expected *atomic.Int64, log *slog.Logger) {
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
@@ -40,17 +39,6 @@ func readExpectedGPUs(ctx context.Context, c rest.Interface, node string) (int, 
 	if err != nil {
 		return 0, err
 	}
-	return expectedFromNode(n)
-}
-
-func expectedFromNode(n *kubecore.Node) (int, error) {
-	v, ok := n.Labels[v1alpha1.LabelNvidiaGPUCount]
-	if !ok {
-		return 0, nil
-	}
-	c, err := strconv.Atoi(v)
-	if err != nil || c < 0 {
-		return 0, fmt.Errorf("node %s label %s=%q is not a GPU count", n.Name, v1alpha1.LabelNvidiaGPUCount, v)
-	}
-	return c, nil
+	count, _, err := expectedFromNode(n)
+	return count, err
 }

@@ -4,32 +4,131 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
+	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
+	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
 // The agent's light core/v1 REST client against the real API server: the
-// expected GPU count comes from the node's label.
+// expected GPU count comes from the node's labels, in their order, else
+// from its instance type.
 func TestReadExpectedGPUsFromAPIServer(t *testing.T) {
 	env := testcluster.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := testenv.CreateGPUNodes(ctx, env.Client, "agent", 1); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string // replacing the GPU Operator's count label
+		want   int
+	}{
+		{"gpu operator", map[string]string{v1alpha1.LabelNvidiaGPUCount: "8"}, 8},
+		{"karpenter over gpu operator", map[string]string{v1alpha1.LabelKarpenterInstanceGPUCount: "8", v1alpha1.LabelNvidiaGPUCount: "7"}, 8},
+		{"eks auto mode", map[string]string{v1alpha1.LabelEKSInstanceGPUCount: "4"}, 4},
+		{"instance type only", nil, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := gpuNodeWith(ctx, t, env.Client, tc.labels, 8)
+			c, err := kubecore.NewClient(env.Kubeconfig, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := readExpectedGPUs(ctx, c, name); err != nil || n != tc.want {
+				t.Fatalf("expected GPUs = %d, %v; want %d", n, err, tc.want)
+			}
+		})
 	}
 	c, err := kubecore.NewClient(env.Kubeconfig, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := readExpectedGPUs(ctx, c, testenv.NodeName("agent", 0))
-	if err != nil || n != 8 {
-		t.Fatalf("expected GPUs = %d, %v; want 8", n, err)
-	}
 	if _, err := readExpectedGPUs(ctx, c, "no-such-node"); err == nil {
 		t.Fatal("reading a missing node succeeded")
 	}
+}
+
+var nodeSeq int
+
+// gpuNodeWith creates a p5.48xlarge test node without the GPU Operator's
+// count label, with labels added and nvidia.com/gpu capacity gpus.
+func gpuNodeWith(ctx context.Context, t *testing.T, c client.Client, labels map[string]string, gpus int64) string {
+	t.Helper()
+	nodeSeq++
+	n := testenv.GPUNode(fmt.Sprintf("count-%d", nodeSeq))
+	delete(n.Labels, v1alpha1.LabelNvidiaGPUCount)
+	for k, v := range labels {
+		n.Labels[k] = v
+	}
+	q := *resource.NewQuantity(gpus, resource.DecimalSI)
+	n.Status.Capacity[testenv.GPUResource] = q
+	n.Status.Allocatable[testenv.GPUResource] = q
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	// Create ignores the status; write it as the kubelet does.
+	if err := c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	return n.Name
+}
+
+// A p5.48xlarge whose driver shows 7 GPUs, and whose nvidia.com/gpu
+// capacity already dropped to 7, with no GPU-count label: the instance
+// type says 8, so the agent sets the GPU condition False (NvidiaGPUMissing)
+// on the Node.
+func TestFewerGPUsThanTheInstanceTypeIsUnhealthy(t *testing.T) {
+	env := testcluster.Start(t, testenv.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := gpuNodeWith(ctx, t, env.Client, nil, 7)
+	kube, err := kubecore.NewClient(env.Kubeconfig, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := sim.New(sim.Options{NodeName: name, GPUs: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := validOptions()
+	o.Standalone, o.NodeName = false, name
+	o.Interval, o.CallTimeout = time.Second, 500*time.Millisecond
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(runCtx, &o, Deps{Source: src, Kube: kube, PublishMetrics: func(http.Handler) {}}, io.Discard, slog.New(slog.DiscardHandler))
+	}()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	testproc.Eventually(t, 30*time.Second, "GPU condition False for 7 of 8 GPUs", func(ctx context.Context) (bool, error) {
+		var n corev1.Node
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+			return false, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1alpha1.ConditionAcceleratedHardwareReady {
+				if c.Status == corev1.ConditionFalse && c.Reason == "NvidiaGPUMissing" {
+					return true, nil
+				}
+				return false, fmt.Errorf("condition %s (%s: %s)", c.Status, c.Reason, c.Message)
+			}
+		}
+		return false, fmt.Errorf("no %s condition yet", v1alpha1.ConditionAcceleratedHardwareReady)
+	})
 }

@@ -4,11 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 )
 
 func validOptions() Options {
@@ -53,20 +48,5 @@ func TestValidateNamesTheBadOption(t *testing.T) {
 	o := validOptions()
 	if err := o.Validate(); err != nil {
 		t.Fatalf("valid options rejected: %v", err)
-	}
-}
-
-func TestExpectedFromNodeLabel(t *testing.T) {
-	node := func(labels map[string]string) *kubecore.Node {
-		return &kubecore.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels}}
-	}
-	if n, err := expectedFromNode(node(map[string]string{v1alpha1.LabelNvidiaGPUCount: "8"})); n != 8 || err != nil {
-		t.Errorf("label 8: got %d, %v", n, err)
-	}
-	if n, err := expectedFromNode(node(nil)); n != 0 || err != nil {
-		t.Errorf("no label: got %d, %v", n, err)
-	}
-	if _, err := expectedFromNode(node(map[string]string{v1alpha1.LabelNvidiaGPUCount: "eight"})); err == nil || !strings.Contains(err.Error(), `"eight"`) {
-		t.Errorf("bad label: err %v", err)
 	}
 }

@@ -89,6 +89,10 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		threshold = DefaultReadyThreshold
 	}
 	ready := newReadiness(clk, threshold)
+	xids, err := startXidMerge(o, health, log)
+	if err != nil {
+		return err
+	}
 	c.onSnapshot = func(s *gpu.NodeSnapshot) {
 		if gate != nil && gate.paused() {
 			ready.observe(readyGPU, nil) // the driver is away on purpose
@@ -99,6 +103,8 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 			err = errNoSnapshot
 		}
 		ready.observe(readyGPU, err)
+		// Not to the predictor: it reads NVML's Xids from the snapshot.
+		xids.nvmlFindings(s, health.addFinding)
 		health.setSnapshot(s)
 	}
 	if health.conditions != nil {
@@ -130,7 +136,13 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	}
 
 	if o.KmsgPath != "" {
-		mon, err := startKmsgMonitor(ctx, o, exp, health.engine.RuleSet().XIDOverrides, onFinding, log)
+		fromKernel := onFinding
+		kernel := func(f finding.Finding) {
+			if xids.fromKernel(f) {
+				fromKernel(f)
+			}
+		}
+		mon, err := startKmsgMonitor(ctx, o, exp, health.engine.RuleSet().XIDOverrides, kernel, log)
 		if err != nil {
 			return err
 		}

@@ -201,6 +201,10 @@ var xidCodes = func() (t [256]string) {
 	return t
 }()
 
+// XidCode is a finding's Code for Xid code ("XID79"), the same for an
+// Xid from any source.
+func XidCode(code uint64) string { return xidCode(code) }
+
 func xidCode(code uint64) string {
 	if code < uint64(len(xidCodes)) {
 		return xidCodes[code]

@@ -27,6 +27,8 @@ type valueSet struct {
 	args []string
 	// kernelLog is the agent.kernelLog.access these values select.
 	kernelLog string
+	// driverRoot is the agent.driverRoot they set ("": the toolkit's).
+	driverRoot string
 }
 
 // valueSets are rendered, linted and applied (server-side dry run) by the
@@ -43,6 +45,11 @@ var valueSets = []valueSet{
 	{name: "rules-default-file", args: []string{"--set-file", "agent.rules=../../charts/gpuheal/files/default-rules.yaml",
 		"--set", "agent.kernelLog.access=none"}, kernelLog: "none"},
 	{name: "single-replica", args: []string{"-f", "testdata/single-replica.yaml"}, kernelLog: "file"},
+	// Driver-root mode on both install paths: the GPU Operator's driver
+	// container, and the EKS accelerated AMI's library directory.
+	{name: "driver-root-gpu-operator", args: []string{"--set", "agent.driverRoot=/run/nvidia/driver"}, kernelLog: "syslog",
+		driverRoot: "/run/nvidia/driver"},
+	{name: "driver-root-eks-ami", args: []string{"--set", "agent.driverRoot=/usr/lib64"}, kernelLog: "syslog", driverRoot: "/usr/lib64"},
 	// What hack/render-deploy.sh renders into deploy/.
 	{name: "plain-manifests", args: []string{"--set", "helmLabels=false", "--set", "namespace.create=true", "--set", "uninstallHook.enabled=false"}, kernelLog: "syslog"},
 }

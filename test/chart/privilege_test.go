@@ -14,13 +14,20 @@ import (
 // network or IPC namespace, its root file system is read-only, it mounts
 // only the host paths it reads (read-only) and its state directory, and it
 // is privileged only when the operator chose
-// agent.kernelLog.access=privileged. Otherwise every capability is dropped
+// agent.kernelLog.access=privileged or agent.driverRoot (the driver's
+// device nodes reach a container without the NVIDIA toolkit no other
+// way). Otherwise every capability is dropped
 // but SYSLOG, and that only where the kernel log is read with it (syslog(2),
 // the device plugin's /dev/kmsg).
 func TestAgentLeastPrivilege(t *testing.T) {
 	allowedHostPaths := map[string]bool{
 		"/proc": false, "/dev": false, "/dev/kmsg": false, "/var/log": false, // read-only
 		"/var/lib/gpuheal": true, // written: kernel-log position, fatal findings
+	}
+	for _, vs := range valueSets {
+		if vs.driverRoot != "" {
+			allowedHostPaths[vs.driverRoot] = false // read-only
+		}
 	}
 	for _, vs := range valueSets {
 		t.Run(vs.name, func(t *testing.T) {
@@ -39,8 +46,8 @@ func TestAgentLeastPrivilege(t *testing.T) {
 				t.Error("agent root file system is writable")
 			}
 			privileged, _ := sc["privileged"].(bool)
-			if privileged != (access == "privileged") {
-				t.Errorf("kernelLog.access=%s: privileged=%v", access, privileged)
+			if want := access == "privileged" || vs.driverRoot != ""; privileged != want {
+				t.Errorf("kernelLog.access=%s, driverRoot=%q: privileged=%v", access, vs.driverRoot, privileged)
 			}
 			if !privileged {
 				if ape, ok := sc["allowPrivilegeEscalation"].(bool); !ok || ape {
@@ -155,6 +162,62 @@ func TestControllerUnprivileged(t *testing.T) {
 			if p, _ := sc["privileged"].(bool); p || sc["allowPrivilegeEscalation"] != false ||
 				sc["readOnlyRootFilesystem"] != true || !slices.Equal(drop, []string{"ALL"}) {
 				t.Errorf("controller securityContext %v", sc)
+			}
+		})
+	}
+}
+
+// TestAgentDriverRootMode: with agent.driverRoot the pod does not depend
+// on the NVIDIA container toolkit, which cannot inject a broken driver
+// and would fail the container's start: no RuntimeClass, the toolkit
+// told to leave the container alone (NVIDIA_VISIBLE_DEVICES=void, also
+// where it is the node's default runtime), the driver directory mounted
+// read-only where --driver-root looks.
+func TestAgentDriverRootMode(t *testing.T) {
+	for _, vs := range valueSets {
+		t.Run(vs.name, func(t *testing.T) {
+			ds := find(t, decode(t, render(t, vs.args...)), "DaemonSet", "gpuheal-agent")
+			rc, _, _ := unstructured.NestedString(ds.Object, "spec", "template", "spec", "runtimeClassName")
+			args := containerArgs(t, ds, "agent")
+			c := container(t, ds, "agent")
+			visible := ""
+			env, _, _ := unstructured.NestedSlice(c, "env")
+			for _, e := range env {
+				if m := e.(map[string]any); m["name"] == "NVIDIA_VISIBLE_DEVICES" {
+					visible, _ = m["value"].(string)
+				}
+			}
+			if vs.driverRoot == "" {
+				if visible == "void" || slices.Contains(args, "--driver-root=/host/driver") {
+					t.Errorf("toolkit mode: runtimeClassName %q, NVIDIA_VISIBLE_DEVICES %q, args %v", rc, visible, args)
+				}
+				return
+			}
+			if rc != "" {
+				t.Errorf("runtimeClassName %q in driver-root mode, want none", rc)
+			}
+			if visible != "void" {
+				t.Errorf("NVIDIA_VISIBLE_DEVICES = %q, want void", visible)
+			}
+			if !slices.Contains(args, "--driver-root=/host/driver") {
+				t.Errorf("args %v lack --driver-root=/host/driver", args)
+			}
+			mounted := false
+			vols, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "volumes")
+			for _, v := range vols {
+				vm := v.(map[string]any)
+				if p, _, _ := unstructured.NestedString(vm, "hostPath", "path"); p == vs.driverRoot {
+					mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+					for _, m := range mounts {
+						mm := m.(map[string]any)
+						if mm["name"] == vm["name"] && mm["mountPath"] == "/host/driver" && mm["readOnly"] == true {
+							mounted = true
+						}
+					}
+				}
+			}
+			if !mounted {
+				t.Errorf("host %s is not mounted read-only at /host/driver", vs.driverRoot)
 			}
 		})
 	}

@@ -51,7 +51,7 @@ func TestAgentOnStubNVML(t *testing.T) {
 			noGPU("no NVIDIA GPU found: nvml: initializing NVML: Init: Driver Not Loaded")},
 		{"driver root without the library", libs.full, "ok", viaLoaderPath, []string{"--driver-root=" + emptyRoot},
 			noGPU("no NVIDIA GPU found: nvml: no libnvidia-ml.so.1 under driver root " + emptyRoot +
-				" (searched " + multiarchDir() + ", usr/lib64, usr/lib, lib64, lib)")},
+				" (searched " + multiarchDir() + ", usr/lib64, usr/lib, lib64, lib and the root itself)")},
 		// R470 lacks functions the agent calls on newer drivers; calling
 		// one would end the agent (exit 127, "symbol lookup error").
 		{"old driver (R470 symbols)", libs.r470, "old-driver", viaDriverRoot, nil, healthyNode("470.256.02", "11.4", false)},
@@ -176,7 +176,8 @@ func eq(p *uint64, v uint64) bool    { return p != nil && *p == v }
 func feq(p *float64, v float64) bool { return p != nil && *p == v }
 
 // The long-running agent: an Xid the driver delivers through the event
-// set, and the lost GPU as the analyzer's problem, both on /metrics.
+// set, as a counter and as the analyzer's problem, and the lost GPU as a
+// problem, all on /metrics.
 func TestAgentDaemonOnStubNVML(t *testing.T) {
 	libs := stubLibraries(t)
 	for _, tc := range []struct {
@@ -184,6 +185,8 @@ func TestAgentDaemonOnStubNVML(t *testing.T) {
 	}{
 		{"xid 79 from the event set", "xid", fmt.Sprintf(`gpuheal_gpu_xid_errors_total{gpu="%d",model="NVIDIA H100 80GB HBM3",pci_bus_id="%s",uuid="%s",xid="79"} 1`,
 			xidGPU, wantBusIDs[xidGPU], wantUUIDs[xidGPU])},
+		// No kernel log (--kmsg-path=): the event alone makes it fatal.
+		{"xid 79 from the event set as a fatal problem", "xid", fmt.Sprintf(`gpuheal_problem_active{gpu="%d",rule="xid-fatal-reboot",severity="fatal"} 1`, xidGPU)},
 		{"lost GPU as a fatal problem", "lost-gpu", fmt.Sprintf(`gpuheal_problem_active{gpu="%d",rule="gpu-missing",severity="fatal"} 1`, lostGPU)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

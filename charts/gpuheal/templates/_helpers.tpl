@@ -64,7 +64,10 @@ app.kubernetes.io/instance: {{ $.Release.Name }}
 ask, a lookup of kube-system finds nothing, and auto renders it). */}}
 {{- define "gpuheal.useRuntimeClass" -}}
 {{- $a := .Values.agent -}}
-{{- if and $a.runtimeClassName (ne $a.runtimeClass "never") -}}
+{{- /* Driver-root mode reads the driver from the host: the toolkit's
+RuntimeClass, which fails the start when it cannot inject a broken driver,
+is left out. */ -}}
+{{- if and $a.runtimeClassName (ne $a.runtimeClass "never") (not $a.driverRoot) -}}
 {{- if eq $a.runtimeClass "always" -}}true
 {{- else if not (lookup "v1" "Namespace" "" "kube-system") -}}true
 {{- else if lookup "node.k8s.io/v1" "RuntimeClass" "" $a.runtimeClassName -}}true

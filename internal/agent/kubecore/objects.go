@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
@@ -21,9 +22,12 @@ type Node struct {
 	Status            NodeStatus `json:"status"`
 }
 
-// NodeStatus holds the Node's conditions.
+// NodeStatus holds the Node's conditions and capacity.
 type NodeStatus struct {
 	Conditions []NodeCondition `json:"conditions,omitempty"`
+	// Capacity is read (extended resources such as nvidia.com/gpu),
+	// never written by the agent.
+	Capacity map[string]resource.Quantity `json:"capacity,omitempty"`
 }
 
 // NodeList is a list of Nodes.

@@ -25,7 +25,9 @@ func FindLibrary(root string) (string, error) {
 
 // libraryDirs are where distributions put a driver's libraries, the
 // multiarch directory first: it is Debian's and Ubuntu's real one, and
-// the GPU Operator's driver images are built on those.
+// the GPU Operator's driver images are built on those. "." last: the root
+// may be a library directory itself (the EKS accelerated AMI's /usr/lib64
+// mounted alone), where the library's links are relative.
 func libraryDirs(goarch string) []string {
 	var dirs []string
 	switch goarch {
@@ -34,7 +36,7 @@ func libraryDirs(goarch string) []string {
 	case "arm64":
 		dirs = append(dirs, "usr/lib/aarch64-linux-gnu")
 	}
-	return append(dirs, "usr/lib64", "usr/lib", "lib64", "lib")
+	return append(dirs, "usr/lib64", "usr/lib", "lib64", "lib", ".")
 }
 
 func findLibrary(root, goarch string) (string, error) {
@@ -53,7 +55,8 @@ func findLibrary(root, goarch string) (string, error) {
 		}
 		return resolveInRoot(root, p)
 	}
-	return "", fmt.Errorf("no %s under driver root %s (searched %s)", LibraryName, root, strings.Join(dirs, ", "))
+	searched := strings.Join(dirs[:len(dirs)-1], ", ") + " and the root itself"
+	return "", fmt.Errorf("no %s under driver root %s (searched %s)", LibraryName, root, searched)
 }
 
 // resolveInRoot follows the links of the library file itself inside

@@ -55,6 +55,10 @@ func TestFindLibrary(t *testing.T) {
 			"usr/lib/aarch64-linux-gnu/" + LibraryName: "",
 		}, "usr/lib/aarch64-linux-gnu/" + LibraryName},
 		{"plain lib as a last resort", "amd64", map[string]string{"lib/" + LibraryName: ""}, "lib/" + LibraryName},
+		{"the root is the library directory (EKS AMI /usr/lib64)", "amd64", map[string]string{
+			LibraryName: "->" + versioned,
+			versioned:   "",
+		}, versioned},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := tree(t, tc.files)
