@@ -91,6 +91,7 @@ func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.Remedia
 		if r, ok := l.preflight.get(obj.Name); ok {
 			pre = &r
 			meta.SetStatusCondition(&st.Conditions, r.condition())
+			providerReady.WithLabelValues(obj.Name).Set(boolFloat(r.ready))
 		}
 	}
 	closed := l.closeCauseBreakers(obj)

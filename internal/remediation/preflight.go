@@ -55,6 +55,17 @@ func (r *preflightResults) get(policy string) (preflightResult, bool) {
 	return v, ok
 }
 
+// keep forgets the results of policies not named.
+func (r *preflightResults) keep(policies map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name := range r.byPolicy {
+		if !policies[name] {
+			delete(r.byPolicy, name)
+		}
+	}
+}
+
 func (r *preflightResults) put(policy string, v preflightResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -97,6 +108,11 @@ func (l *preflightLoop) runDue(ctx context.Context) {
 	}
 	now := l.clock.Now()
 	var nodes *corev1.NodeList
+	names := map[string]bool{}
+	for i := range list.Items {
+		names[list.Items[i].Name] = true
+	}
+	l.results.keep(names)
 	for i := range list.Items {
 		obj := &list.Items[i]
 		if last, ok := l.results.get(obj.Name); ok && last.generation == obj.Generation && now.Before(last.next) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,6 +51,9 @@ func TestPreflightHoldsIncidentsUntilProviderReady(t *testing.T) {
 	if c := h.providerReady("pre"); c.Reason != v1alpha1.ReasonPermissionDenied || !strings.Contains(c.Message, "may not ec2:RebootInstances") {
 		t.Errorf("ProviderReady = %s %q, want PermissionDenied naming the denied action", c.Reason, c.Message)
 	}
+	if got := testutil.ToFloat64(providerReady.WithLabelValues("pre")); got != 0 {
+		t.Errorf("gpuheal_provider_ready{policy=pre} = %v, want 0", got)
+	}
 	if calls := cloud.CallsTo(fake.MethodPreflight); len(calls) == 0 || calls[0].Node != node {
 		t.Errorf("preflight calls = %+v, want ones with the policy's node %s", calls, node)
 	}
@@ -74,6 +78,9 @@ func TestPreflightHoldsIncidentsUntilProviderReady(t *testing.T) {
 	h.waitFor("ProviderReady=True", 30*time.Second, func() (bool, error) {
 		c := h.providerReady("pre")
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonPreflightPassed, nil
+	})
+	h.waitFor("gpuheal_provider_ready 1", 10*time.Second, func() (bool, error) {
+		return testutil.ToFloat64(providerReady.WithLabelValues("pre")) == 1, nil
 	})
 	h.waitFor("the reboot, once the provider is ready", 30*time.Second, func() (bool, error) {
 		return len(cloud.CallsTo(fake.MethodReboot)) == 1, nil
