@@ -247,7 +247,7 @@ type RemediationPolicyStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	CauseBreakers []CauseBreaker `json:"causeBreakers,omitempty"`
-	// Conditions: BreakerOpen, Conflicts.
+	// Conditions: BreakerOpen, Conflicts, ProviderReady.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
