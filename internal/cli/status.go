@@ -130,7 +130,7 @@ func writeFleetTable(out io.Writer, v fleetview.View, now time.Time, color, wide
 		if p.ProviderReady == string(metav1.ConditionFalse) {
 			// The message is the cluster's (a cloud's error text): one
 			// line, no control characters.
-			fmt.Fprintf(out, "policy %s: provider not ready (%s), its incidents wait: %s\n",
+			fmt.Fprintf(out, "policy %s: provider not ready (%s): %s\n",
 				termsafe.Line(p.Name), termsafe.Line(p.ProviderReason), termsafe.Line(p.ProviderMessage))
 		}
 	}

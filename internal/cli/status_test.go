@@ -139,7 +139,7 @@ func TestStatusShowsProviderNotReady(t *testing.T) {
 	}
 	out := b.String()
 	lines := strings.Split(out, "\n")
-	if len(lines) < 2 || !strings.HasPrefix(lines[1], "policy p5: provider not ready (PermissionDenied), its incidents wait: provider aws: arn:aws:sts::1:assumed-role/x may not ec2:RebootInstances") {
+	if len(lines) < 2 || !strings.HasPrefix(lines[1], "policy p5: provider not ready (PermissionDenied): provider aws: arn:aws:sts::1:assumed-role/x may not ec2:RebootInstances") {
 		t.Errorf("status does not name policy p5's denied action on the line after the summary:\n%s", out)
 	}
 	if strings.Contains(out, "policy ok") || strings.Contains(out, "\nFAKE") {

@@ -273,14 +273,22 @@ func (r *remediationReconciler) dryRunPlan(ctx context.Context, in *incident) st
 }
 
 // providerNotReady returns the policy's ProviderReady condition when it is
-// False. A policy not yet checked (no condition) is not held: the preflight
-// runs within seconds of the controller's start.
+// False for a reason that holds incidents (holdsIncidents). A policy not
+// yet checked (no condition) is not held: the preflight runs within
+// seconds of the controller's start.
 func providerNotReady(p *policy) *metav1.Condition {
-	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProviderReady); c != nil && c.Status == metav1.ConditionFalse {
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProviderReady); c != nil && c.Status == metav1.ConditionFalse && holdsIncidents(c.Reason) {
 		return c
 	}
 	return nil
 }
+
+// holdsIncidents says whether a failed preflight holds the policy's new
+// incidents. Nodes in no Auto Scaling group do not: they can still be
+// rebooted, only their replace fails (on its own, node by node), and a
+// node could otherwise stop its whole policy by registering with an
+// instance outside any group.
+func holdsIncidents(reason string) bool { return reason != v1alpha1.ReasonNotInAutoScalingGroup }
 
 // olderOpenIncident returns the name of another open incident of the same
 // node created before this one; the older one wins. The incident opener

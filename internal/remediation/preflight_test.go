@@ -61,3 +61,25 @@ func TestPreflightCheckGroupsNodesByProvider(t *testing.T) {
 		t.Errorf("condition = %+v", c)
 	}
 }
+
+// TestProviderNotReadyHolds: a failed preflight holds a policy's incidents,
+// except for nodes in no Auto Scaling group (reboots still work there).
+func TestProviderNotReadyHolds(t *testing.T) {
+	for reason, want := range map[string]bool{
+		v1alpha1.ReasonPermissionDenied: true, v1alpha1.ReasonCredentialsUnavailable: true, v1alpha1.ReasonPreflightFailed: true,
+		v1alpha1.ReasonProviderNotConfigured: true, v1alpha1.ReasonNotInAutoScalingGroup: false,
+	} {
+		p, err := newPolicy(&v1alpha1.RemediationPolicy{Status: v1alpha1.RemediationPolicyStatus{Conditions: []metav1.Condition{
+			{Type: v1alpha1.ConditionProviderReady, Status: metav1.ConditionFalse, Reason: reason}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := providerNotReady(p) != nil; got != want {
+			t.Errorf("reason %s holds incidents: %v, want %v", reason, got, want)
+		}
+	}
+	p, _ := newPolicy(&v1alpha1.RemediationPolicy{})
+	if providerNotReady(p) != nil {
+		t.Error("a policy never checked holds its incidents")
+	}
+}

@@ -60,9 +60,13 @@ func (p *Provider) preflight(ctx context.Context, nodes []*corev1.Node, replace 
 		}
 		ins, named = append(ins, in), append(named, n)
 	}
-	if len(bad) > 0 {
+	// A node writes its own providerID when it registers, so a malformed
+	// one is that node's problem (its incident fails on it): it must not
+	// make the policy's other nodes wait. Only with no readable node left
+	// does the preflight fail.
+	if len(bad) > 0 && len(ins) == 0 {
 		return "", &provider.PreflightError{Reason: v1alpha1.ReasonPreflightFailed,
-			Err: fmt.Errorf("provider aws: %d of %d nodes cannot be acted on: %s", len(bad), len(nodes), strings.Join(first(bad, 3), "; "))}
+			Err: fmt.Errorf("provider aws: none of the %d nodes can be acted on: %s", len(nodes), strings.Join(first(bad, 3), "; "))}
 	}
 	region := p.cfg.Region
 	if len(ins) > 0 {
@@ -91,6 +95,9 @@ func (p *Provider) preflight(ctx context.Context, nodes []*corev1.Node, replace 
 			return "", err
 		}
 		parts = append(parts, msg)
+	}
+	if len(bad) > 0 {
+		parts = append(parts, fmt.Sprintf("%d nodes skipped, their incidents will fail: %s", len(bad), strings.Join(first(bad, 3), "; ")))
 	}
 	return strings.Join(parts, "; "), nil
 }

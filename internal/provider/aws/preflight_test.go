@@ -102,9 +102,15 @@ func TestPreflightSkipsGoneInstanceAndBadProviderID(t *testing.T) {
 	if err != nil || !strings.Contains(msg, "node gpu-2") {
 		t.Errorf("PreflightReboot = %q, %v; want the dry run on gpu-2", msg, err)
 	}
+	// A node registers its own providerID: a malformed one is skipped and
+	// named, and fails the preflight only when no node is left.
+	msg, err = p.Preflight(t.Context(), []*corev1.Node{gpuNode("odd", "aws:///nowhere/i-1"), gpuNode("gpu-2", "aws:///us-east-1a/"+instB)})
+	if err != nil || !strings.Contains(msg, "1 nodes skipped") || !strings.Contains(msg, "node odd") {
+		t.Errorf("Preflight with one malformed providerID = %q, %v; want a pass naming node odd as skipped", msg, err)
+	}
 	_, err = p.Preflight(t.Context(), []*corev1.Node{gpuNode("odd", "aws:///nowhere/i-1")})
 	if err == nil || provider.ReasonOf(err) != v1alpha1.ReasonPreflightFailed || !strings.Contains(err.Error(), "node odd") {
-		t.Errorf("Preflight with a malformed providerID = %v, want PreflightFailed naming node odd", err)
+		t.Errorf("Preflight with only a malformed providerID = %v, want PreflightFailed naming node odd", err)
 	}
 }
 

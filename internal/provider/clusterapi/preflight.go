@@ -3,7 +3,6 @@ package clusterapi
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,33 +12,24 @@ import (
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
-// maxNamespaces bounds the access reviews of one preflight: a policy's
-// nodes rarely span more than a few clusters' namespaces.
-const maxNamespaces = 8
+// needs is what Replace and Status do in the API server: find the Machine
+// (get, and list in every namespace when the node names none), delete it,
+// and record it on the node first (patch). The rights are asked for in all
+// namespaces, as the shipped ClusterRole grants them: the namespace a node
+// names comes from its own annotations, which its kubelet can write, and a
+// node must not be able to fail its policy's preflight.
+var needs = []provider.Access{
+	{Verb: "get", Group: MachineGVK.Group, Resource: "machines"},
+	{Verb: "list", Group: MachineGVK.Group, Resource: "machines"},
+	{Verb: "delete", Group: MachineGVK.Group, Resource: "machines"},
+	{Verb: "patch", Resource: "nodes"},
+}
 
 // Preflight asks the API server whether the controller may do what a
-// replace needs (SelfSubjectAccessReview): list Machines in every namespace
-// (find falls back to that), get and delete them in the namespaces the
-// nodes name (all namespaces when none does), and patch nodes; then it
-// lists one Machine to prove that Cluster API's Machines exist at all.
-func (p *Provider) Preflight(ctx context.Context, nodes []*corev1.Node) (string, error) {
-	var namespaces []string
-	for _, n := range nodes {
-		if ns := n.Annotations[ClusterNamespaceAnnotation]; ns != "" && !slices.Contains(namespaces, ns) && len(namespaces) < maxNamespaces {
-			namespaces = append(namespaces, ns)
-		}
-	}
-	if len(namespaces) == 0 {
-		namespaces = []string{""}
-	}
-	want := []provider.Access{{Verb: "list", Group: MachineGVK.Group, Resource: "machines"}}
-	for _, ns := range namespaces {
-		want = append(want,
-			provider.Access{Verb: "get", Group: MachineGVK.Group, Resource: "machines", Namespace: ns},
-			provider.Access{Verb: "delete", Group: MachineGVK.Group, Resource: "machines", Namespace: ns})
-	}
-	want = append(want, provider.Access{Verb: "patch", Resource: "nodes"})
-	msg, err := provider.CheckAccess(ctx, p.client, "provider clusterapi", want)
+// replace needs (SelfSubjectAccessReview), then lists one Machine to prove
+// that Cluster API's Machines exist at all.
+func (p *Provider) Preflight(ctx context.Context, _ []*corev1.Node) (string, error) {
+	msg, err := provider.CheckAccess(ctx, p.client, "provider clusterapi", needs)
 	if err != nil {
 		return "", err
 	}
