@@ -277,18 +277,27 @@ func (r *remediationReconciler) dryRunPlan(ctx context.Context, in *incident) st
 // yet checked (no condition) is not held: the preflight runs within
 // seconds of the controller's start.
 func providerNotReady(p *policy) *metav1.Condition {
-	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProviderReady); c != nil && c.Status == metav1.ConditionFalse && holdsIncidents(c.Reason) {
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProviderReady); c != nil && c.Status == metav1.ConditionFalse && holdsIncidents(p, c.Reason) {
 		return c
 	}
 	return nil
 }
 
 // holdsIncidents says whether a failed preflight holds the policy's new
-// incidents. Nodes in no Auto Scaling group do not: they can still be
-// rebooted, only their replace fails (on its own, node by node), and a
-// node could otherwise stop its whole policy by registering with an
-// instance outside any group.
-func holdsIncidents(reason string) bool { return reason != v1alpha1.ReasonNotInAutoScalingGroup }
+// incidents. What one node controls must not: nodes in no Auto Scaling
+// group can still be rebooted (only their replace fails, node by node),
+// and a provider guessed from a node's own labels or providerID that is
+// not configured fails that node's incident alone. Otherwise a node could
+// stop its whole policy by how it registers.
+func holdsIncidents(p *policy, reason string) bool {
+	switch reason {
+	case v1alpha1.ReasonNotInAutoScalingGroup:
+		return false
+	case v1alpha1.ReasonProviderNotConfigured:
+		return p.Spec.Provider != ""
+	}
+	return true
+}
 
 // olderOpenIncident returns the name of another open incident of the same
 // node created before this one; the older one wins. The incident opener

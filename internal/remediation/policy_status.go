@@ -117,8 +117,8 @@ func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.Remedia
 	switch {
 	case pre != nil && !pre.ready && (wasReady == nil || wasReady.Status != metav1.ConditionFalse || wasReady.Reason != pre.reason):
 		effect := "no new incident of this policy starts until it passes"
-		if !holdsIncidents(pre.reason) {
-			effect = "incidents go on; replacing these nodes will fail"
+		if pol, err := newPolicy(obj); err == nil && !holdsIncidents(pol, pre.reason) {
+			effect = "incidents go on; these nodes' own incidents will fail"
 		}
 		l.recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.EventReasonProviderNotReady, "Hold",
 			"provider preflight failed (%s): %s; %s", pre.reason, pre.message, effect)

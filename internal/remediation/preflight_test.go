@@ -69,8 +69,9 @@ func TestProviderNotReadyHolds(t *testing.T) {
 		v1alpha1.ReasonPermissionDenied: true, v1alpha1.ReasonCredentialsUnavailable: true, v1alpha1.ReasonPreflightFailed: true,
 		v1alpha1.ReasonProviderNotConfigured: true, v1alpha1.ReasonNotInAutoScalingGroup: false,
 	} {
-		p, err := newPolicy(&v1alpha1.RemediationPolicy{Status: v1alpha1.RemediationPolicyStatus{Conditions: []metav1.Condition{
-			{Type: v1alpha1.ConditionProviderReady, Status: metav1.ConditionFalse, Reason: reason}}}})
+		p, err := newPolicy(&v1alpha1.RemediationPolicy{Spec: v1alpha1.RemediationPolicySpec{Provider: provider.AWS},
+			Status: v1alpha1.RemediationPolicyStatus{Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionProviderReady, Status: metav1.ConditionFalse, Reason: reason}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,5 +82,12 @@ func TestProviderNotReadyHolds(t *testing.T) {
 	p, _ := newPolicy(&v1alpha1.RemediationPolicy{})
 	if providerNotReady(p) != nil {
 		t.Error("a policy never checked holds its incidents")
+	}
+	// A guessed provider comes from the node: a node labelled as
+	// Karpenter's where karpenter is not enabled fails alone.
+	p, _ = newPolicy(&v1alpha1.RemediationPolicy{Status: v1alpha1.RemediationPolicyStatus{Conditions: []metav1.Condition{
+		{Type: v1alpha1.ConditionProviderReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonProviderNotConfigured}}}})
+	if providerNotReady(p) != nil {
+		t.Error("a guessed provider that is not configured holds the whole policy")
 	}
 }
