@@ -247,7 +247,7 @@ type RemediationPolicyStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	CauseBreakers []CauseBreaker `json:"causeBreakers,omitempty"`
-	// Conditions: BreakerOpen, Conflicts.
+	// Conditions: BreakerOpen, Conflicts, ProviderReady.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -275,6 +275,7 @@ type CauseBreaker struct {
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.matchedNodes`
 // +kubebuilder:printcolumn:name="Unhealthy",type=integer,JSONPath=`.status.unhealthyNodes`
 // +kubebuilder:printcolumn:name="Breaker",type=boolean,JSONPath=`.status.breakerOpen`
+// +kubebuilder:printcolumn:name="ProviderReady",type=string,JSONPath=`.status.conditions[?(@.type=="ProviderReady")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RemediationPolicy struct {
 	metav1.TypeMeta   `json:",inline"`

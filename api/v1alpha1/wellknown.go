@@ -347,3 +347,46 @@ const (
 	// LabelEKSInstanceGPUCount (EKS Auto Mode) is the same fact.
 	LabelEKSInstanceGPUCount = "eks.amazonaws.com/instance-gpu-count"
 )
+
+// Provider preflight (controller): every few minutes each policy's provider
+// proves it can act on the policy's nodes; the result is the policy's
+// ProviderReady condition, and while it is False no new incident of the
+// policy leaves Pending.
+const (
+	// ConditionProviderReady on a RemediationPolicy: True when the last
+	// preflight of every provider its nodes use passed.
+	ConditionProviderReady = "ProviderReady"
+	// ReasonPreflightPassed: every check passed; the message says what was
+	// proven (the AWS role, the actions tried).
+	ReasonPreflightPassed = "PreflightPassed"
+	// ReasonPermissionDenied: the cloud or the API server refused an action
+	// the provider needs; the message names the action and the identity.
+	ReasonPermissionDenied = "PermissionDenied"
+	// ReasonCredentialsUnavailable: the provider found no usable identity
+	// (AWS credentials missing, expired or invalid).
+	ReasonCredentialsUnavailable = "CredentialsUnavailable"
+	// ReasonNotInAutoScalingGroup: nodes the aws provider would replace are
+	// in no Auto Scaling group, so a replace would bring no successor.
+	ReasonNotInAutoScalingGroup = "NotInAutoScalingGroup"
+	// ReasonProviderNotConfigured: the provider a node needs is not enabled
+	// in this controller (--providers).
+	ReasonProviderNotConfigured = "ProviderNotConfigured"
+	// ReasonPreflightFailed: a check failed for another reason (the cloud
+	// did not answer, a node's providerID cannot be read).
+	ReasonPreflightFailed = "PreflightFailed"
+	// ReasonProviderNotReady: the Admitted condition's reason while an
+	// incident is held because its policy's ProviderReady is False.
+	ReasonProviderNotReady = "ProviderNotReady"
+	// EventReasonProviderNotReady and EventReasonProviderReady are the
+	// policy's Events when ProviderReady turns False and back True.
+	EventReasonProviderNotReady = "ProviderNotReady"
+	EventReasonProviderReady    = "ProviderReady"
+)
+
+// Karpenter-launched nodes (controller): a node Karpenter launched is
+// replaced through its NodeClaim, whatever cloud it runs on.
+const (
+	// LabelKarpenterNodePool is the label Karpenter puts on every node it
+	// launches.
+	LabelKarpenterNodePool = "karpenter.sh/nodepool"
+)

@@ -60,6 +60,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&p.Kwok.ChaosFile, "kwok-chaos-file", "", "kwok provider: a file read before every call; \"fail\" or \"throttle\" make calls fail (soak tests)")
 	fs.StringVar(&p.AWSEC2Endpoint, "aws-ec2-endpoint", "", "aws provider: EC2 endpoint URL (default: the region's public endpoint)")
 	fs.StringVar(&p.AWSAutoScalingEndpoint, "aws-autoscaling-endpoint", "", "aws provider: Auto Scaling endpoint URL (default: the region's public endpoint)")
+	fs.StringVar(&p.AWSSTSEndpoint, "aws-sts-endpoint", "", "aws provider: STS endpoint URL, asked only by the preflight (default: the region's endpoint)")
+	fs.DurationVar(&c.PreflightEvery, "preflight-interval", remediation.DefaultPreflightEvery, "how often each policy's provider proves it can act (jittered; also at start and when a policy changes): the policy's ProviderReady condition")
 	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target percentage, as GOGC (which wins when set)")
 	a := &o.run.Audit
 	fs.StringVar(&a.Sink, "audit-sink", "sqlite", "where the audit log goes: sqlite, jsonl, dynamodb or none")
@@ -104,6 +106,9 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if c.IncidentRetention <= 0 {
 		return nil, fmt.Errorf("--incident-retention %v: must be positive", c.IncidentRetention)
+	}
+	if c.PreflightEvery <= 0 {
+		return nil, fmt.Errorf("--preflight-interval %v: must be positive", c.PreflightEvery)
 	}
 	if c.Poll <= 0 || c.Workers <= 0 {
 		return nil, fmt.Errorf("--poll-interval %v and --workers %d: must be positive", c.Poll, c.Workers)

@@ -11,10 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/fleetview"
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 )
 
 type statusOptions struct {
@@ -124,6 +126,14 @@ func writeFleetTable(out io.Writer, v fleetview.View, now time.Time, color, wide
 		counts = append(counts, fmt.Sprintf("%d %s", v.Summary.Count(st), st))
 	}
 	fmt.Fprintf(out, "%d nodes: %s\n", v.Summary.Nodes, strings.Join(counts, ", "))
+	for _, p := range v.Policies {
+		if p.ProviderReady == string(metav1.ConditionFalse) {
+			// The message is the cluster's (a cloud's error text): one
+			// line, no control characters.
+			fmt.Fprintf(out, "policy %s: provider not ready (%s): %s\n",
+				termsafe.Line(p.Name), termsafe.Line(p.ProviderReason), termsafe.Line(p.ProviderMessage))
+		}
+	}
 	// tabwriter would count color codes as width; color whole lines after
 	// aligning instead.
 	var table strings.Builder

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/auditapi/auditapitest"
 	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
@@ -122,4 +123,27 @@ func matchLines(t *testing.T, out string, code int, want ...string) {
 			t.Errorf("line %d %q does not match %s", i, lines[i], re)
 		}
 	}
+}
+
+// TestStatusShowsProviderNotReady: a policy whose provider failed its
+// preflight is named above the table, with what failed, on one safe line.
+func TestStatusShowsProviderNotReady(t *testing.T) {
+	v := fleetview.View{Nodes: []fleetview.Row{}, Policies: []fleetview.Policy{
+		{Name: "ok", ProviderReady: "True", ProviderReason: gpuhealv1.ReasonPreflightPassed, ProviderMessage: "fine"},
+		{Name: "p5", ProviderReady: "False", ProviderReason: gpuhealv1.ReasonPermissionDenied,
+			ProviderMessage: "provider aws: arn:aws:sts::1:assumed-role/x may not ec2:RebootInstances" + evil + "\nFAKE"},
+	}}
+	var b strings.Builder
+	if err := writeFleetTable(&b, v, time.Now(), false, false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[1], "policy p5: provider not ready (PermissionDenied): provider aws: arn:aws:sts::1:assumed-role/x may not ec2:RebootInstances") {
+		t.Errorf("status does not name policy p5's denied action on the line after the summary:\n%s", out)
+	}
+	if strings.Contains(out, "policy ok") || strings.Contains(out, "\nFAKE") {
+		t.Errorf("a ready policy is listed, or the message broke the line:\n%s", out)
+	}
+	assertTerminalSafe(t, "status", out)
 }

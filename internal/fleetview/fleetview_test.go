@@ -162,7 +162,8 @@ func TestViewJSON(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: v1alpha1.RemediationPolicyStatus{MatchedNodes: 5, UnhealthyNodes: 1, InFlight: 2}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "b200"}, Spec: v1alpha1.RemediationPolicySpec{DryRun: true}, Status: v1alpha1.RemediationPolicyStatus{
 			MatchedNodes: 10, UnhealthyNodes: 4, BreakerOpen: true,
-			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionBreakerOpen, Status: metav1.ConditionTrue, Message: "4 of 10 unhealthy, more than maxUnhealthy (2)"}},
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionBreakerOpen, Status: metav1.ConditionTrue, Message: "4 of 10 unhealthy, more than maxUnhealthy (2)"},
+				{Type: v1alpha1.ConditionProviderReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPermissionDenied, Message: "provider aws: role x may not ec2:RebootInstances"}},
 		}},
 	})
 	want := Summary{Nodes: 5, Unhealthy: 1, Remediating: 1, Cordoned: 1, Warning: 1, Healthy: 1, GPUs: 36, HealthyGPUs: 31}

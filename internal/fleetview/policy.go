@@ -7,7 +7,8 @@ import (
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 )
 
-// Policy is one RemediationPolicy's breaker, as its status last said.
+// Policy is one RemediationPolicy's breaker and provider readiness, as its
+// status last said.
 type Policy struct {
 	Name           string `json:"name"`
 	MatchedNodes   int32  `json:"matchedNodes"`
@@ -18,6 +19,12 @@ type Policy struct {
 	Message string `json:"message,omitempty"`
 	Paused  bool   `json:"paused"`
 	DryRun  bool   `json:"dryRun"`
+	// ProviderReady is the ProviderReady condition's status (True,
+	// False; empty before the first preflight), with its reason and
+	// message: whether the policy's provider proved it can act.
+	ProviderReady   string `json:"providerReady,omitempty"`
+	ProviderReason  string `json:"providerReason,omitempty"`
+	ProviderMessage string `json:"providerMessage,omitempty"`
 }
 
 // PoliciesOf is the breakers of policies, sorted by name.
@@ -28,8 +35,11 @@ func PoliciesOf(policies []v1alpha1.RemediationPolicy) []Policy {
 		pol := Policy{Name: p.Name, MatchedNodes: p.Status.MatchedNodes, UnhealthyNodes: p.Status.UnhealthyNodes,
 			InFlight: p.Status.InFlight, BreakerOpen: p.Status.BreakerOpen, Paused: p.Spec.Paused, DryRun: p.Spec.DryRun}
 		for _, c := range p.Status.Conditions {
-			if c.Type == v1alpha1.ConditionBreakerOpen {
+			switch c.Type {
+			case v1alpha1.ConditionBreakerOpen:
 				pol.Message = c.Message
+			case v1alpha1.ConditionProviderReady:
+				pol.ProviderReady, pol.ProviderReason, pol.ProviderMessage = string(c.Status), c.Reason, c.Message
 			}
 		}
 		out = append(out, pol)

@@ -40,6 +40,13 @@ type Provider interface {
 	Replace(ctx context.Context, node *corev1.Node, token string) (requestID string, err error)
 	// Status reports what the provider knows of the node's machine.
 	Status(ctx context.Context, node *corev1.Node) (InstanceStatus, error)
+	// Preflight proves that the provider could act on these nodes (those
+	// of one policy that use it; possibly none) without acting: the
+	// identity it acts as, and each permission it needs, tried where the
+	// cloud offers a dry run. It returns what it proved, in words, or an
+	// error; a *PreflightError carries the reason for the policy's
+	// ProviderReady condition.
+	Preflight(ctx context.Context, nodes []*corev1.Node) (string, error)
 }
 
 // ScaleInProtector is implemented by providers that can keep a node's
@@ -99,18 +106,36 @@ var ErrNotOwned = errors.New("machine is not proven to belong to this node")
 // Set picks a provider per node.
 type Set map[string]Provider
 
-// For returns the provider named by the policy; an empty name means "guess
-// from the node's providerID" (aws:///… → aws, kwok:// → kwok), falling back
-// to none.
+// For returns the provider that acts on the node for a policy naming name
+// (see Resolve).
 func (s Set) For(name string, node *corev1.Node) (Provider, error) {
-	if name == "" {
-		name = FromProviderID(node.Spec.ProviderID)
+	name = s.Resolve(name, node)
+	if reboot, replace, ok := strings.Cut(name, splitSep); ok {
+		rb, rp := s[reboot], s[replace]
+		if rb != nil && rp != nil {
+			return Split{Rebooter: rb, Replacer: rp}, nil
+		}
 	}
 	p, ok := s[name]
 	if !ok {
 		return nil, fmt.Errorf("provider %q is not configured in this controller (configured: %s)", name, s.names())
 	}
 	return p, nil
+}
+
+// Resolve names the provider that acts on the node for a policy naming
+// name. Empty means guess (Guess). A node Karpenter launched on EC2 is in
+// no Auto Scaling group, so aws could reboot it but never replace it: for
+// such a node, guessed or named aws becomes "aws+karpenter" (EC2 reboots,
+// the NodeClaim replaces) when the karpenter provider is configured.
+func (s Set) Resolve(name string, node *corev1.Node) string {
+	if name == "" {
+		name = Guess(node)
+	}
+	if name == AWS && node != nil && KarpenterLaunched(node) && s[Karpenter] != nil {
+		return AWS + splitSep + Karpenter
+	}
+	return name
 }
 
 func (s Set) names() string {

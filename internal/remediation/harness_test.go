@@ -76,6 +76,8 @@ type controllerConfig struct {
 	audit          audit.Sink
 	history        audit.Reader // loaded for health scores on start
 	self           types.NamespacedName
+	providers      provider.Set  // default: the simulated cloud (kwok) and none
+	preflightEvery time.Duration // default: DefaultPreflightEvery
 }
 
 // startController runs a controller (manager + reconcilers + the simulated
@@ -104,9 +106,11 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	set, err := NewProviders(context.Background(), mgr, ProviderOptions{Enabled: []string{provider.Kwok, provider.None}, Kwok: cfg.kwok})
-	if err != nil {
-		h.t.Fatal(err)
+	set := cfg.providers
+	if set == nil {
+		if set, err = NewProviders(context.Background(), mgr, ProviderOptions{Enabled: []string{provider.Kwok, provider.None}, Kwok: cfg.kwok}); err != nil {
+			h.t.Fatal(err)
+		}
 	}
 	err = Setup(mgr, ControllerOptions{
 		Providers:          set,
@@ -116,6 +120,7 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 		Scorer:             testScorer(h.t),
 		ScoreEvery:         200 * time.Millisecond,
 		Self:               cfg.self,
+		PreflightEvery:     cfg.preflightEvery,
 		SkipNameValidation: true,
 	})
 	if err != nil {

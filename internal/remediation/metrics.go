@@ -37,6 +37,10 @@ var (
 		Help:    "From the node condition turning unhealthy to the rebooted or replacement node being Ready and healthy.",
 		Buckets: []float64{30, 60, 90, 120, 180, 300, 600, 900, 1800, 3600, 7200},
 	}, []string{"action"})
+	providerReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "gpuheal_provider_ready",
+		Help: "1 while a policy's last provider preflight passed, 0 while it failed (its incidents wait in Pending); absent before the first.",
+	}, []string{"policy"})
 	nodePatchConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gpuheal_node_patch_conflicts_total",
 		Help: "Cordon and uncordon patches refused because the node's taints or cordon changed since it was read (each is read again and retried).",
@@ -44,5 +48,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, causeBreakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts)
+	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, causeBreakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts, providerReady)
 }

@@ -113,11 +113,11 @@ func rebootsWithin(items []v1alpha1.NodeRemediation, except string, since time.T
 }
 
 func (r *remediationReconciler) providerName(in *incident) string {
+	if in.node != nil {
+		return r.providers.Resolve(in.policy.Spec.Provider, in.node)
+	}
 	if in.policy.Spec.Provider != "" {
 		return in.policy.Spec.Provider
-	}
-	if in.node != nil {
-		return provider.FromProviderID(in.node.Spec.ProviderID)
 	}
 	return provider.None
 }
@@ -146,6 +146,13 @@ func (r *remediationReconciler) pending(ctx context.Context, in *incident) (ctrl
 	}
 	if p.Spec.Paused {
 		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, v1alpha1.ReasonPaused, "policy "+p.Name+" is paused", 5*r.poll)
+	}
+	if c := providerNotReady(p); c != nil {
+		// Cordoning and draining a node whose provider cannot then reboot
+		// or replace it would only take capacity away: the node keeps
+		// serving until the preflight passes.
+		return r.hold(ctx, in, v1alpha1.ConditionAdmitted, metav1.ConditionFalse, v1alpha1.ReasonProviderNotReady,
+			fmt.Sprintf("policy %s's provider is not ready (%s): %s", p.Name, c.Reason, c.Message), 5*r.poll)
 	}
 	res, admitted, err := r.admit(ctx, in)
 	if err != nil || !admitted {
@@ -257,8 +264,39 @@ func (r *remediationReconciler) dryRunPlan(ctx context.Context, in *incident) st
 			evict = fmt.Sprintf("%d pods (%d DaemonSet or mirror pods stay)", len(plan.evict), plan.skipped)
 		}
 	}
-	return fmt.Sprintf("would cordon %s, evict %s, then %s it through provider %s",
+	plan := fmt.Sprintf("would cordon %s, evict %s, then %s it through provider %s",
 		in.nr.Spec.NodeName, evict, in.nr.Status.Action, r.providerName(in))
+	if c := providerNotReady(in.policy); c != nil {
+		plan += fmt.Sprintf("; but live, it would wait: the provider is not ready (%s): %s", c.Reason, c.Message)
+	}
+	return plan
+}
+
+// providerNotReady returns the policy's ProviderReady condition when it is
+// False for a reason that holds incidents (holdsIncidents). A policy not
+// yet checked (no condition) is not held: the preflight runs within
+// seconds of the controller's start.
+func providerNotReady(p *policy) *metav1.Condition {
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionProviderReady); c != nil && c.Status == metav1.ConditionFalse && holdsIncidents(p, c.Reason) {
+		return c
+	}
+	return nil
+}
+
+// holdsIncidents says whether a failed preflight holds the policy's new
+// incidents. What one node controls must not: nodes in no Auto Scaling
+// group can still be rebooted (only their replace fails, node by node),
+// and a provider guessed from a node's own labels or providerID that is
+// not configured fails that node's incident alone. Otherwise a node could
+// stop its whole policy by how it registers.
+func holdsIncidents(p *policy, reason string) bool {
+	switch reason {
+	case v1alpha1.ReasonNotInAutoScalingGroup:
+		return false
+	case v1alpha1.ReasonProviderNotConfigured:
+		return p.Spec.Provider != ""
+	}
+	return true
 }
 
 // olderOpenIncident returns the name of another open incident of the same

@@ -24,6 +24,8 @@ type policyStatusLoop struct {
 	fleet    *fleetCounter
 	slots    *slotCounter
 	every    time.Duration
+	// preflight holds the providers' last preflights (nil: none run).
+	preflight *preflightResults
 
 	mu       sync.Mutex
 	badClose map[string]string // policy → close annotation last reported as bad
@@ -83,6 +85,15 @@ func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.Remedia
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonTooManyUnhealthy, view.breakerMessage()
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
+	wasReady := meta.FindStatusCondition(orig.Status.Conditions, v1alpha1.ConditionProviderReady)
+	var pre *preflightResult
+	if l.preflight != nil {
+		if r, ok := l.preflight.get(obj.Name); ok {
+			pre = &r
+			meta.SetStatusCondition(&st.Conditions, r.condition())
+			providerReady.WithLabelValues(obj.Name).Set(boolFloat(r.ready))
+		}
+	}
 	closed := l.closeCauseBreakers(obj)
 	if len(closed) == 0 && equalStatus(orig.Status, obj.Status) {
 		return nil
@@ -102,6 +113,17 @@ func (l *policyStatusLoop) refreshOne(ctx context.Context, obj *v1alpha1.Remedia
 		l.recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.EventReasonCauseBreakerClosed, "Resume",
 			"breaker of cause %s (%s) closed by %s=%s: its incidents go on, and only incidents opened from now count towards a new one",
 			b.ID, describeCause(b.Cause), v1alpha1.AnnotationCauseBreakersClosedAt, obj.Annotations[v1alpha1.AnnotationCauseBreakersClosedAt])
+	}
+	switch {
+	case pre != nil && !pre.ready && (wasReady == nil || wasReady.Status != metav1.ConditionFalse || wasReady.Reason != pre.reason):
+		effect := "no new incident of this policy starts until it passes"
+		if pol, err := newPolicy(obj); err == nil && !holdsIncidents(pol, pre.reason) {
+			effect = "incidents go on; these nodes' own incidents will fail"
+		}
+		l.recorder.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha1.EventReasonProviderNotReady, "Hold",
+			"provider preflight failed (%s): %s; %s", pre.reason, pre.message, effect)
+	case pre != nil && pre.ready && wasReady != nil && wasReady.Status == metav1.ConditionFalse:
+		l.recorder.Eventf(obj, nil, corev1.EventTypeNormal, v1alpha1.EventReasonProviderReady, "Resume", "provider preflight passed: %s", pre.message)
 	}
 	switch {
 	case st.BreakerOpen && !wasOpen:
@@ -152,5 +174,12 @@ func equalStatus(a, b v1alpha1.RemediationPolicyStatus) bool {
 		return false
 	}
 	ca, cb := meta.FindStatusCondition(a.Conditions, v1alpha1.ConditionBreakerOpen), meta.FindStatusCondition(b.Conditions, v1alpha1.ConditionBreakerOpen)
-	return ca != nil && cb != nil && ca.Status == cb.Status && ca.Message == cb.Message
+	if ca == nil || cb == nil || ca.Status != cb.Status || ca.Message != cb.Message {
+		return false
+	}
+	ra, rb := meta.FindStatusCondition(a.Conditions, v1alpha1.ConditionProviderReady), meta.FindStatusCondition(b.Conditions, v1alpha1.ConditionProviderReady)
+	if ra == nil || rb == nil {
+		return ra == nil && rb == nil
+	}
+	return ra.Status == rb.Status && ra.Reason == rb.Reason && ra.Message == rb.Message && ra.ObservedGeneration == rb.ObservedGeneration
 }

@@ -31,6 +31,8 @@ type ProviderOptions struct {
 	// AWSEC2Endpoint and AWSAutoScalingEndpoint override the AWS endpoints
 	// (VPC endpoints, tests).
 	AWSEC2Endpoint, AWSAutoScalingEndpoint string
+	// AWSSTSEndpoint overrides the STS endpoint the preflight asks.
+	AWSSTSEndpoint string
 }
 
 // DefaultProviders are enabled when none are named.
@@ -59,6 +61,9 @@ func NewProviders(ctx context.Context, mgr manager.Manager, o ProviderOptions) (
 			}
 			if o.AWSAutoScalingEndpoint != "" {
 				opts = append(opts, aws.WithAutoScalingEndpoint(o.AWSAutoScalingEndpoint))
+			}
+			if o.AWSSTSEndpoint != "" {
+				opts = append(opts, aws.WithSTSEndpoint(o.AWSSTSEndpoint))
 			}
 			p, err := aws.New(ctx, opts...)
 			if err != nil {

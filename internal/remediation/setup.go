@@ -70,6 +70,9 @@ type ControllerOptions struct {
 	// records stay. Kept longer while its policy's escalation or
 	// correlated-fault window still counts it.
 	IncidentRetention time.Duration
+	// PreflightEvery is how often each policy's provider proves that it
+	// can act (default DefaultPreflightEvery, jittered).
+	PreflightEvery time.Duration
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).
 	SkipNameValidation bool
@@ -94,6 +97,9 @@ func (o ControllerOptions) withDefaults() ControllerOptions {
 	}
 	if o.Name == "" {
 		o.Name = "gpuheal-controller"
+	}
+	if o.PreflightEvery <= 0 {
+		o.PreflightEvery = DefaultPreflightEvery
 	}
 	return o
 }
@@ -168,7 +174,13 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 			return err
 		}
 	}
-	return mgr.Add(&policyStatusLoop{client: c, recorder: cleanEvents{recorder}, fleet: rems.fleet, slots: &rems.slots, every: 5 * o.Poll})
+	pre := &preflightResults{}
+	err = mgr.Add(&preflightLoop{client: c, providers: o.Providers, clock: o.Clock, every: o.PreflightEvery,
+		tick: min(o.PreflightEvery, 5*o.Poll), results: pre})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(&policyStatusLoop{client: c, recorder: cleanEvents{recorder}, fleet: rems.fleet, slots: &rems.slots, every: 5 * o.Poll, preflight: pre})
 }
 
 // nodeHealthChanged passes node updates that matter here (conditions,

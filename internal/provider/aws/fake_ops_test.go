@@ -25,6 +25,11 @@ func (f *fakeAWS) rebootInstances(form url.Values, a answer) {
 			return
 		}
 	}
+	if form.Get("DryRun") == "true" {
+		// EC2's answer when the caller may do it: an error, by design.
+		a.fail(http.StatusPreconditionFailed, "DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+		return
+	}
 	for _, id := range ids {
 		f.instances[id].Reboots++
 	}
@@ -128,4 +133,12 @@ func (f *fakeAWS) setInstanceProtection(form url.Values, a answer) {
 	a.ok(fmt.Sprintf(`<SetInstanceProtectionResponse xmlns="%s"><SetInstanceProtectionResult/>`+
 		`<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></SetInstanceProtectionResponse>`,
 		asgNS, a.requestID))
+}
+
+func (f *fakeAWS) getCallerIdentity(a answer) {
+	account := strings.Split(f.arn, ":")[4]
+	a.ok(fmt.Sprintf(`<GetCallerIdentityResponse xmlns="%s"><GetCallerIdentityResult><Arn>%s</Arn>`+
+		`<UserId>AROAFAKE:botocore-session-1</UserId><Account>%s</Account></GetCallerIdentityResult>`+
+		`<ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></GetCallerIdentityResponse>`,
+		stsNS, esc(f.arn), esc(account), a.requestID))
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// fakeAWS speaks just enough of the EC2 and Auto Scaling query protocols for
+// fakeAWS speaks just enough of the EC2, Auto Scaling and STS query protocols for
 // the real SDK clients to talk to it. Element names follow the SDK's own
 // deserializers (ec2 deserializers.go, autoscaling schemas). It keeps state,
 // records every call and can fail calls on request.
@@ -24,6 +24,11 @@ type fakeAWS struct {
 	calls     []fakeCall
 	faults    map[string][]fakeFault // by action, consumed in order
 	seq       int
+	// arn is who STS GetCallerIdentity says the caller is.
+	arn string
+	// denied actions answer as IAM does when the role lacks them (EC2
+	// UnauthorizedOperation, Auto Scaling AccessDenied), dry runs included.
+	denied map[string]bool
 }
 
 type fakeInstance struct {
@@ -58,13 +63,16 @@ type fakeFault struct {
 const (
 	ec2Version = "2016-11-15"
 	asgVersion = "2011-01-01"
+	stsVersion = "2011-06-15"
 	ec2NS      = "http://ec2.amazonaws.com/doc/2016-11-15/"
 	asgNS      = "http://autoscaling.amazonaws.com/doc/2011-01-01/"
+	stsNS      = "https://sts.amazonaws.com/doc/2011-06-15/"
+	fakeRole   = "arn:aws:sts::123456789012:assumed-role/gpuheal-controller/botocore-session-1"
 )
 
 func newFakeAWS(t *testing.T) *fakeAWS {
 	t.Helper()
-	f := &fakeAWS{instances: map[string]*fakeInstance{}, faults: map[string][]fakeFault{}}
+	f := &fakeAWS{instances: map[string]*fakeInstance{}, faults: map[string][]fakeFault{}, arn: fakeRole, denied: map[string]bool{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	f.URL, f.HTTPClient = srv.URL, srv.Client()
@@ -109,6 +117,13 @@ func (f *fakeAWS) loseAnswer(action string) {
 	f.faults[action] = append(f.faults[action], fakeFault{status: http.StatusServiceUnavailable, afterApply: true})
 }
 
+// deny makes every later call of action fail as IAM refuses it.
+func (f *fakeAWS) deny(action string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.denied[action] = true
+}
+
 // callsOf returns the recorded calls of action; "" means all.
 func (f *fakeAWS) callsOf(action string) []fakeCall {
 	f.mu.Lock()
@@ -139,8 +154,11 @@ func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// where the SDK reads it from on success.
 	w.Header().Set("X-Amzn-Requestid", call.RequestID)
 
-	a := answer{w: w, requestID: call.RequestID, ec2: version == ec2Version}
-	if version != ec2Version && version != asgVersion {
+	a := answer{w: w, requestID: call.RequestID, ec2: version == ec2Version, ns: asgNS}
+	if version == stsVersion {
+		a.ns = stsNS
+	}
+	if version != ec2Version && version != asgVersion && version != stsVersion {
 		a.fail(http.StatusBadRequest, "InvalidAction", "unknown API version "+version)
 		return
 	}
@@ -159,6 +177,15 @@ func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.fail(fault.status, "", "")
 		return
 	}
+	if f.denied[action] {
+		if a.ec2 {
+			// EC2 answers so for dry runs too: the permission is checked first.
+			a.fail(http.StatusForbidden, "UnauthorizedOperation", "You are not authorized to perform this operation. Encoded authorization failure message: fake")
+		} else {
+			a.fail(http.StatusForbidden, "AccessDenied", "User: "+f.arn+" is not authorized to perform: "+action)
+		}
+		return
+	}
 	f.dispatch(action, r.PostForm, a)
 }
 
@@ -174,6 +201,8 @@ func (f *fakeAWS) dispatch(action string, form url.Values, a answer) {
 		f.terminateInstanceInAutoScalingGroup(form, a)
 	case "SetInstanceProtection":
 		f.setInstanceProtection(form, a)
+	case "GetCallerIdentity":
+		f.getCallerIdentity(a)
 	default:
 		a.fail(http.StatusBadRequest, "InvalidAction", "fake does not implement "+action)
 	}
@@ -199,6 +228,7 @@ type answer struct {
 	w         http.ResponseWriter
 	requestID string
 	ec2       bool
+	ns        string // the query services' XML namespace (Auto Scaling, STS)
 }
 
 func (a answer) ok(body string) {
@@ -221,7 +251,7 @@ func (a answer) fail(status int, code, message string) {
 		return
 	}
 	fmt.Fprintf(a.w, `<ErrorResponse xmlns="%s"><Error><Type>Sender</Type><Code>%s</Code><Message>%s</Message></Error><RequestId>%s</RequestId></ErrorResponse>`,
-		asgNS, esc(code), esc(message), esc(a.requestID))
+		a.ns, esc(code), esc(message), esc(a.requestID))
 }
 
 func esc(s string) string {

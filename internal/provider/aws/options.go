@@ -24,6 +24,7 @@ type options struct {
 	cfg         *awssdk.Config
 	ec2Endpoint string
 	asgEndpoint string
+	stsEndpoint string
 	maxAttempts int
 	maxBackoff  time.Duration
 }
@@ -51,6 +52,12 @@ func WithAutoScalingEndpoint(url string) Option {
 	return func(o *options) { o.asgEndpoint = url }
 }
 
+// WithSTSEndpoint does for STS (the preflight's GetCallerIdentity) what
+// WithEC2Endpoint does for EC2.
+func WithSTSEndpoint(url string) Option {
+	return func(o *options) { o.stsEndpoint = url }
+}
+
 // WithMaxAttempts bounds the attempts of one call, the first included.
 func WithMaxAttempts(n int) Option {
 	return func(o *options) { o.maxAttempts = n }
@@ -70,7 +77,7 @@ func (o options) validate() error {
 	if o.maxBackoff < 0 {
 		return fmt.Errorf("aws provider: max backoff %s: must not be negative", o.maxBackoff)
 	}
-	for name, ep := range map[string]string{"EC2": o.ec2Endpoint, "Auto Scaling": o.asgEndpoint} {
+	for name, ep := range map[string]string{"EC2": o.ec2Endpoint, "Auto Scaling": o.asgEndpoint, "STS": o.stsEndpoint} {
 		if ep == "" {
 			continue
 		}

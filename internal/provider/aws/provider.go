@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
@@ -43,6 +44,7 @@ type Provider struct {
 type regionClients struct {
 	ec2 *ec2.Client
 	asg *autoscaling.Client
+	sts *sts.Client
 }
 
 var (
@@ -107,6 +109,16 @@ func (p *Provider) clients(region string) *regionClients {
 			o.RetryMaxAttempts = 0
 			if p.opts.asgEndpoint != "" {
 				o.BaseEndpoint = awssdk.String(p.opts.asgEndpoint)
+			}
+		}),
+		// The regional STS endpoint, as IRSA and Pod Identity use: only
+		// the preflight asks it who we are.
+		sts: sts.NewFromConfig(p.cfg, func(o *sts.Options) {
+			o.Region = region
+			o.Retryer = p.retryer()
+			o.RetryMaxAttempts = 0
+			if p.opts.stsEndpoint != "" {
+				o.BaseEndpoint = awssdk.String(p.opts.stsEndpoint)
 			}
 		}),
 	}

@@ -33,6 +33,7 @@ func newTestProvider(t *testing.T, f *fakeAWS, opts ...Option) *Provider {
 		WithConfig(cfg),
 		WithEC2Endpoint(f.URL),
 		WithAutoScalingEndpoint(f.URL),
+		WithSTSEndpoint(f.URL),
 		WithMaxBackoff(time.Millisecond),
 	}, opts...)
 	p, err := New(t.Context(), all...)

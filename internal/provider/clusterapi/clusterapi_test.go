@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -209,6 +210,34 @@ func TestClusterAPI(t *testing.T) {
 			t.Errorf("Name = %q", p.Name())
 		}
 	})
+}
+
+// TestPreflightRBAC checks the preflight against the API server's own RBAC:
+// a role that may not delete Machines is named as such, whatever namespace
+// a node's own annotations name; one with the shipped rights passes.
+func TestPreflightRBAC(t *testing.T) {
+	env := testcluster.Start(t, testenv.Options{CRDDir: "testdata/crds"})
+	ctx := testCtx(t)
+	nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "w-1", Annotations: map[string]string{ClusterNamespaceAnnotation: "team-a"}}}}
+	read := rbacv1.PolicyRule{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines"}, Verbs: []string{"get", "list"}}
+	patch := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}
+	denied, err := env.ClientAs(ctx, "capi-readonly", []rbacv1.PolicyRule{read, patch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(denied).Preflight(ctx, nodes)
+	if provider.ReasonOf(err) != v1alpha1.ReasonPermissionDenied || !strings.Contains(err.Error(), "may not delete machines.cluster.x-k8s.io") {
+		t.Errorf("Preflight without delete = %v; want PermissionDenied naming delete machines", err)
+	}
+	full := read
+	full.Verbs = []string{"get", "list", "delete"}
+	allowed, err := env.ClientAs(ctx, "capi-full", []rbacv1.PolicyRule{full, patch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := New(allowed).Preflight(ctx, nodes); err != nil || !strings.Contains(msg, "delete machines.cluster.x-k8s.io") {
+		t.Errorf("Preflight with the rights = %q, %v; want a pass listing them", msg, err)
+	}
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -9,6 +9,7 @@ package fake
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ const (
 	MethodReplace             = "Replace"
 	MethodStatus              = "Status"
 	MethodSetScaleInProtected = "SetScaleInProtection"
+	MethodPreflight           = "Preflight"
 )
 
 // Call is one recorded call.
@@ -44,6 +46,9 @@ type Provider struct {
 	calls    []Call
 	errs     []error // returned by the next calls, first first
 	statuses map[string]provider.InstanceStatus
+	// preflight is what Preflight returns (nil: it passes); it is not
+	// consumed, as a wrong role stays wrong until someone fixes it.
+	preflight error
 }
 
 var (
@@ -166,4 +171,27 @@ func (p *Provider) Reset() {
 	defer p.mu.Unlock()
 	p.calls, p.errs = nil, nil
 	p.statuses = map[string]provider.InstanceStatus{}
+}
+
+// Preflight records the call (Node is the nodes' names, comma-separated)
+// and returns what SetPreflight set; it does not consume the next errors.
+func (p *Provider) Preflight(_ context.Context, nodes []*corev1.Node) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	p.calls = append(p.calls, Call{Method: MethodPreflight, Node: strings.Join(names, ","), Err: p.preflight})
+	if p.preflight != nil {
+		return "", p.preflight
+	}
+	return "fake provider " + p.name + " is ready", nil
+}
+
+// SetPreflight makes every Preflight from now on return err (nil: pass).
+func (p *Provider) SetPreflight(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.preflight = err
 }

@@ -23,7 +23,7 @@ import (
 )
 
 // NodeClaimGVK is the Karpenter v1 NodeClaim (cluster-scoped).
-var NodeClaimGVK = schema.GroupVersionKind{Group: "karpenter.sh", Version: "v1", Kind: "NodeClaim"}
+var NodeClaimGVK = schema.GroupVersionKind{Group: provider.KarpenterGroup, Version: provider.KarpenterVersion, Kind: provider.NodeClaimKind}
 
 // Provider deletes NodeClaims.
 type Provider struct {

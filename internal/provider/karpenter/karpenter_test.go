@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -193,6 +194,35 @@ func TestKarpenter(t *testing.T) {
 			t.Errorf("Name = %q", p.Name())
 		}
 	})
+}
+
+// TestPreflightRBAC checks the preflight against the API server's own RBAC:
+// a service account that may not delete NodeClaims is named as such, one
+// with the shipped rights passes.
+func TestPreflightRBAC(t *testing.T) {
+	env := testcluster.Start(t, testenv.Options{CRDDir: "testdata/crds"})
+	ctx := testCtx(t)
+	read := rbacv1.PolicyRule{APIGroups: []string{"karpenter.sh"}, Resources: []string{"nodeclaims"}, Verbs: []string{"get", "list"}}
+	nodes := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "patch"}}
+	denied, err := env.ClientAs(ctx, "karpenter-readonly", []rbacv1.PolicyRule{read, nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(denied).Preflight(ctx, nil)
+	if provider.ReasonOf(err) != v1alpha1.ReasonPermissionDenied || !strings.Contains(err.Error(), "delete nodeclaims.karpenter.sh") ||
+		strings.Contains(err.Error(), "list nodeclaims") {
+		t.Errorf("Preflight without delete = %v; want PermissionDenied naming delete nodeclaims.karpenter.sh only", err)
+	}
+	full := read
+	full.Verbs = []string{"get", "list", "delete"}
+	allowed, err := env.ClientAs(ctx, "karpenter-full", []rbacv1.PolicyRule{full, nodes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := New(allowed).Preflight(ctx, nil)
+	if err != nil || !strings.Contains(msg, "delete nodeclaims.karpenter.sh") {
+		t.Errorf("Preflight with the rights = %q, %v; want a pass listing them", msg, err)
+	}
 }
 
 func testCtx(t *testing.T) context.Context {

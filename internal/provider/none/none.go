@@ -38,3 +38,8 @@ func (Provider) Replace(_ context.Context, node *corev1.Node, _ string) (string,
 func (Provider) Status(context.Context, *corev1.Node) (provider.InstanceStatus, error) {
 	return provider.InstanceStatus{State: provider.StateUnknown, Detail: "provider none does not track machines"}, nil
 }
+
+// Preflight always passes: none has nothing to prove, and says so.
+func (Provider) Preflight(context.Context, []*corev1.Node) (string, error) {
+	return "provider none acts on nothing (cordon and drain only), so there is nothing to prove", nil
+}
