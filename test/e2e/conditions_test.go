@@ -129,7 +129,7 @@ func waitCondition(ctx context.Context, t *testing.T, c client.Client, node stri
 			return false
 		}
 		for _, cond := range n.Status.Conditions {
-			if cond.Type == v1alpha1.ConditionAcceleratedHardwareReady && cond.Status == status {
+			if cond.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy && cond.Status == status {
 				found = cond
 				return true
 			}
@@ -204,7 +204,7 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 			return false
 		}
 		for _, c := range n.Status.Conditions {
-			if c.Type == v1alpha1.ConditionAcceleratedHardwareReady && !c.LastHeartbeatTime.Equal(&old) {
+			if c.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy && !c.LastHeartbeatTime.Equal(&old) {
 				after = c
 				return true
 			}

@@ -109,7 +109,7 @@ func watchCondition(ctx context.Context, cs kubernetes.Interface, node string, o
 				continue
 			}
 			for _, c := range n.Status.Conditions {
-				if c.Type == v1alpha1.ConditionAcceleratedHardwareReady {
+				if c.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 					out <- c.Status
 				}
 			}
