@@ -294,7 +294,7 @@ func breakNode(ctx context.Context, b testing.TB, c client.Client, node string) 
 	// The advice first, as the agent writes it: the controller reads it
 	// from the annotation when the condition opens an incident.
 	advice, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		v1alpha1.AnnotationRecommendedActions: `{"AcceleratedHardwareReady":"replace"}`}}})
+		v1alpha1.AnnotationRecommendedActions: `{"GPUHealAcceleratorHealthy":"replace"}`}}})
 	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, advice)); err != nil {
 		b.Fatalf("advising replace on %s: %v", node, err)
 	}
