@@ -384,6 +384,7 @@ func IsAgentGPUCondition(t string) bool {
 	return t == ConditionGPUHealAcceleratorHealthy || t == ConditionAcceleratedHardwareReady
 }
 
+// IsAgentKernelCondition: see IsAgentGPUCondition.
 func IsAgentKernelCondition(t string) bool {
 	return t == ConditionGPUHealKernelHealthy || t == ConditionKernelReady
 }

@@ -98,7 +98,7 @@ func (v *demoView) detections(now time.Time, rows []fleetview.Row) {
 	for _, r := range rows {
 		problem, message := "", ""
 		for _, c := range r.Conditions {
-			if (gpuhealv1.IsAgentGPUCondition(string(c.Type)) || gpuhealv1.IsAgentKernelCondition(string(c.Type))) && c.Bad() {
+			if (gpuhealv1.IsAgentGPUCondition(c.Type) || gpuhealv1.IsAgentKernelCondition(c.Type)) && c.Bad() {
 				problem = c.Type + "=" + c.Status + " " + c.Reason
 				message = c.Message
 				break

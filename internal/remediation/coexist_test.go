@@ -70,6 +70,7 @@ func TestStandsDownBesideOtherRemediators(t *testing.T) {
 	for i, m := range marks {
 		node := h.nodes[i]
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
 			h := h.sub(t)
 			h.editNode(node, m.mark)
 			h.runPod("default", "work-"+node, node, map[string]string{"app": "train"})
@@ -113,6 +114,7 @@ func TestStandsDownBesideOtherRemediators(t *testing.T) {
 	// pod) when Karpenter starts disrupting the node. gpuheal stands down
 	// and lifts its own cordon and taint only; Karpenter's taint stays.
 	t.Run("karpenter-starts-mid-drain", func(t *testing.T) {
+		t.Parallel()
 		h := h.sub(t)
 		node := h.nodes[4]
 		labels := map[string]string{"app": "held-" + node}
