@@ -228,7 +228,7 @@ func TestSnapshotsAreSharedBriefly(t *testing.T) {
 	}
 }
 
-// breakNode sets the node's AcceleratedHardwareReady to False.
+// breakNode sets the node's GPUHealAcceleratorHealthy to False.
 func breakNode(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	ctx := context.Background()
