@@ -384,7 +384,7 @@ func IsAgentGPUCondition(t string) bool {
 	return t == ConditionGPUHealAcceleratorHealthy || t == ConditionAcceleratedHardwareReady
 }
 
-// IsAgentKernelCondition: see IsAgentGPUCondition.
+// IsAgentKernelCondition reports the same for the kernel condition.
 func IsAgentKernelCondition(t string) bool {
 	return t == ConditionGPUHealKernelHealthy || t == ConditionKernelReady
 }
