@@ -38,7 +38,7 @@ const (
 // UnhealthyCondition makes a node unhealthy when its condition Type has
 // Status for at least For.
 type UnhealthyCondition struct {
-	// Type of the node condition, e.g. AcceleratedHardwareReady.
+	// Type of the node condition, e.g. GPUHealAcceleratorHealthy.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=316
 	Type string `json:"type"`
@@ -160,7 +160,7 @@ type RemediationPolicySpec struct {
 	NodeSelector metav1.LabelSelector `json:"nodeSelector,omitempty"`
 	// UnhealthyConditions: any one of them held long enough makes a node
 	// unhealthy.
-	// +kubebuilder:default={{type: AcceleratedHardwareReady, status: "False", for: "2m"},{type: Ready, status: "False", for: "10m"},{type: Ready, status: "Unknown", for: "10m"}}
+	// +kubebuilder:default={{type: GPUHealAcceleratorHealthy, status: "False", for: "2m"},{type: Ready, status: "False", for: "10m"},{type: Ready, status: "Unknown", for: "10m"}}
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
 	// +optional

@@ -40,7 +40,7 @@ const (
 	// AnnotationRecommendedActions (agent) is a JSON object from the
 	// condition types the agent set unhealthy to the action it recommends
 	// (finding.Action: none, restart-app, reset-gpu, reboot, replace), e.g.
-	// {"AcceleratedHardwareReady":"replace"}. The controller reads the
+	// {"GPUHealAcceleratorHealthy":"replace"}. The controller reads the
 	// advice here, never from a condition's message.
 	AnnotationRecommendedActions = "gpuheal.io/recommended-actions"
 
@@ -107,7 +107,10 @@ const (
 const TaintUnhealthy = "gpuheal.io/unhealthy"
 
 // Node condition types the agent owns. True means healthy for the first
-// two; GPUFailurePredicted is True while a failure is predicted.
+// two, which are the names EKS node auto repair and Karpenter act on: the
+// agent publishes them only with --condition-types=eks (its own names are
+// ConditionGPUHealAcceleratorHealthy and ConditionGPUHealKernelHealthy,
+// below). GPUFailurePredicted is True while a failure is predicted.
 const (
 	ConditionAcceleratedHardwareReady = "AcceleratedHardwareReady"
 	ConditionKernelReady              = "KernelReady"
@@ -390,3 +393,82 @@ const (
 	// launches.
 	LabelKarpenterNodePool = "karpenter.sh/nodepool"
 )
+
+// Living beside other remediators: the agent's condition type names, and
+// the marks of other systems that are already repairing a node.
+const (
+	// ConditionGPUHealAcceleratorHealthy and ConditionGPUHealKernelHealthy
+	// are the agent's GPU and kernel conditions by default (True means
+	// healthy, like the EKS names). They carry a GPUHeal prefix because
+	// EKS node auto repair and Karpenter's node repair act on conditions by
+	// exact type name: AcceleratedHardwareReady and KernelReady
+	// (ConditionAcceleratedHardwareReady, ConditionKernelReady) make those
+	// systems replace the node after 10 and 30 minutes, even while gpuheal
+	// is in dry run; names of our own are seen by gpuheal alone, and the
+	// prefix says in `kubectl describe node` whose they are.
+	ConditionGPUHealAcceleratorHealthy = "GPUHealAcceleratorHealthy"
+	ConditionGPUHealKernelHealthy      = "GPUHealKernelHealthy"
+
+	// ConditionTypesGPUHeal and ConditionTypesEKS are the values of the
+	// agent's --condition-types (chart: agent.conditionTypes).
+	ConditionTypesGPUHeal = "gpuheal"
+	ConditionTypesEKS     = "eks"
+
+	// ReasonOtherRemediator (controller) ends an incident, Cancelled, on a
+	// node another system is already repairing; the message says which
+	// and by what mark. It is the Event reason and the audit reason.
+	ReasonOtherRemediator = "OtherRemediator"
+
+	// TaintKarpenterDisrupted (Karpenter v1) is on a node Karpenter is
+	// disrupting (consolidation, drift, expiry and its node repair);
+	// TaintKarpenterDisruption is the same mark of Karpenter before v1.
+	TaintKarpenterDisrupted  = "karpenter.sh/disrupted"
+	TaintKarpenterDisruption = "karpenter.sh/disruption"
+)
+
+// AgentConditionTypes are the type names the agent publishes its GPU and
+// kernel conditions under.
+//
+// +kubebuilder:object:generate=false
+type AgentConditionTypes struct{ GPU, Kernel string }
+
+// ConditionTypeSets are the allowed values of --condition-types.
+var ConditionTypeSets = []string{ConditionTypesGPUHeal, ConditionTypesEKS}
+
+// AgentConditionTypesFor returns the names of the set named: "gpuheal"
+// (gpuheal's own, the default) or "eks" (the names EKS node auto repair
+// and Karpenter act on, an explicit opt-in).
+func AgentConditionTypesFor(set string) (AgentConditionTypes, bool) {
+	switch set {
+	case ConditionTypesGPUHeal, "":
+		return AgentConditionTypes{GPU: ConditionGPUHealAcceleratorHealthy, Kernel: ConditionGPUHealKernelHealthy}, true
+	case ConditionTypesEKS:
+		return AgentConditionTypes{GPU: ConditionAcceleratedHardwareReady, Kernel: ConditionKernelReady}, true
+	}
+	return AgentConditionTypes{}, false
+}
+
+// Publish maps one of gpuheal's own condition types to its name in t;
+// any other type is returned as it is.
+func (t AgentConditionTypes) Publish(own string) string {
+	switch own {
+	case ConditionGPUHealAcceleratorHealthy:
+		return t.GPU
+	case ConditionGPUHealKernelHealthy:
+		return t.Kernel
+	}
+	return own
+}
+
+// IsAgentGPUCondition and IsAgentKernelCondition report whether a node
+// condition type is the agent's GPU or kernel condition under either set
+// of names: readers (fleet view, status, the kwok provider) follow
+// whichever the agents publish.
+func IsAgentGPUCondition(t string) bool {
+	return t == ConditionGPUHealAcceleratorHealthy || t == ConditionAcceleratedHardwareReady
+}
+
+// IsAgentKernelCondition reports the same for the kernel condition.
+func IsAgentKernelCondition(t string) bool {
+	return t == ConditionGPUHealKernelHealthy || t == ConditionKernelReady
+}

@@ -47,6 +47,7 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.StringVar(&o.StateDir, "state-dir", "/var/lib/gpuheal", "where the agent keeps its kernel-log position across restarts")
 	fs.StringVar(&o.XidConfig, "xid-config", "", "YAML file of Xid catalog overrides (severity, action, count, window per code)")
 	fs.StringVar(&o.ConfigFile, "config", "", "health rules YAML (default: the built-in rules); reloaded when it changes")
+	fs.StringVar(&o.ConditionTypes, "condition-types", v1alpha1.ConditionTypesGPUHeal, "names of the GPU and kernel node conditions: gpuheal ("+v1alpha1.ConditionGPUHealAcceleratorHealthy+", "+v1alpha1.ConditionGPUHealKernelHealthy+"; only gpuheal acts on them) or eks ("+v1alpha1.ConditionAcceleratedHardwareReady+", "+v1alpha1.ConditionKernelReady+": EKS node auto repair and Karpenter repair act on them)")
 	fs.StringVar(&checkConfig, "check-config", "", "validate a health rules file and exit (0 valid, 1 not)")
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "collection interval")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", ":9400", "address of the Prometheus /metrics endpoint")

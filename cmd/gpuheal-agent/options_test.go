@@ -74,3 +74,20 @@ func TestHelpHidesTheSimulatorFlags(t *testing.T) {
 		t.Errorf("--sim-fleet --standalone: %v", err)
 	}
 }
+
+// TestConditionTypesOption: gpuheal's own names by default, the EKS names
+// on opt-in, and a clear error for anything else.
+func TestConditionTypesOption(t *testing.T) {
+	base := []string{"--standalone", "--gpu-backend=nvml"}
+	o, _, err := parseOptions(base, io.Discard)
+	if err != nil || o.agent.ConditionTypes != "gpuheal" {
+		t.Errorf("default: %q, %v; want gpuheal", o.agent.ConditionTypes, err)
+	}
+	if o, _, err = parseOptions(append(base, "--condition-types=eks"), io.Discard); err != nil || o.agent.ConditionTypes != "eks" {
+		t.Errorf("--condition-types=eks: %v", err)
+	}
+	_, _, err = parseOptions(append(base, "--condition-types=EKS"), io.Discard)
+	if err == nil || err.Error() != `--condition-types "EKS": want gpuheal or eks` {
+		t.Errorf("--condition-types=EKS: %v", err)
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"time"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 )
 
@@ -57,6 +59,11 @@ type Options struct {
 	// ConfigFile holds the health rules (default: the built-in set); it
 	// is watched and reloaded when it changes.
 	ConfigFile string
+	// ConditionTypes names the GPU and kernel conditions on the Node:
+	// v1alpha1.ConditionTypesGPUHeal (gpuheal's own, "" means it) or
+	// ConditionTypesEKS (the names EKS node auto repair and Karpenter act
+	// on). See v1alpha1.AgentConditionTypesFor.
+	ConditionTypes string
 
 	Interval       time.Duration
 	MetricsAddress string
@@ -114,6 +121,9 @@ func (o *Options) Validate() error {
 	}
 	if o.DriverRoot != "" && !filepath.IsAbs(o.DriverRoot) {
 		return fmt.Errorf("--driver-root %q: must be an absolute path", o.DriverRoot)
+	}
+	if _, ok := v1alpha1.AgentConditionTypesFor(o.ConditionTypes); !ok {
+		return fmt.Errorf("--condition-types %q: want %s", o.ConditionTypes, strings.Join(v1alpha1.ConditionTypeSets, " or "))
 	}
 	if o.ExpectedGPUs < 0 {
 		return fmt.Errorf("--expected-gpus %d: must be 0 (unknown) or more", o.ExpectedGPUs)

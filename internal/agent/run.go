@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
 	"github.com/gpuheal/gpuheal/internal/agent/nodestatus"
 	"github.com/gpuheal/gpuheal/internal/agent/predictor"
@@ -335,6 +336,8 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube r
 	var events *nodestatus.WarningEvents
 	if kube != nil {
 		pub = nodestatus.NewConditions(kube, o.NodeName, clk, log)
+		types, _ := v1alpha1.AgentConditionTypesFor(o.ConditionTypes) // validated
+		pub.PublishAs(types)
 		go pub.Run(ctx)
 		events = nodestatus.NewWarningEvents(kube, o.NodeName, clk, log)
 		go events.Run(ctx)

@@ -189,13 +189,19 @@ func (r rawRule) compile() (*Rule, error) {
 	} else if rule.Scope != ScopeFinding {
 		rule.Action = finding.ActionNone
 	}
-	switch r.Condition {
-	// Only these two: a typo in a config file must not invent a node
-	// condition nobody watches.
-	case v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady:
-		rule.Condition = r.Condition
+	// Only the GPU and the kernel condition: a typo in a config file must
+	// not invent a node condition nobody watches. Either name of each is
+	// taken (rules written for the EKS names keep working) and stored as
+	// gpuheal's own; the agent publishes it under --condition-types.
+	switch {
+	case v1alpha1.IsAgentGPUCondition(r.Condition):
+		rule.Condition = v1alpha1.ConditionGPUHealAcceleratorHealthy
+	case v1alpha1.IsAgentKernelCondition(r.Condition):
+		rule.Condition = v1alpha1.ConditionGPUHealKernelHealthy
 	default:
-		return nil, fmt.Errorf("condition: %q: want %s or %s", r.Condition, v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady)
+		return nil, fmt.Errorf("condition: %q: want %s or %s (or the EKS names %s, %s)", r.Condition,
+			v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy,
+			v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady)
 	}
 	if r.For != nil {
 		rule.For = time.Duration(*r.For)

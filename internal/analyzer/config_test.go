@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 )
 
 // rule is a config of one good rule and one ("bad-one") with field set
@@ -134,5 +136,30 @@ func TestCheckFile(t *testing.T) {
 	}
 	if err := CheckFile(filepath.Join(dir, "none.yaml")); err == nil {
 		t.Error("CheckFile(missing) = nil")
+	}
+}
+
+// TestConditionNames: a rule may name the GPU or kernel condition by
+// gpuheal's name or the EKS one; either is stored as gpuheal's (the agent
+// renames at publishing, --condition-types), anything else is refused.
+func TestConditionNames(t *testing.T) {
+	for in, want := range map[string]string{
+		v1alpha1.ConditionGPUHealAcceleratorHealthy: v1alpha1.ConditionGPUHealAcceleratorHealthy,
+		v1alpha1.ConditionAcceleratedHardwareReady:  v1alpha1.ConditionGPUHealAcceleratorHealthy,
+		v1alpha1.ConditionGPUHealKernelHealthy:      v1alpha1.ConditionGPUHealKernelHealthy,
+		v1alpha1.ConditionKernelReady:               v1alpha1.ConditionGPUHealKernelHealthy,
+	} {
+		rs, err := Load([]byte("rules:\n- {name: r, expr: gpu.missing, severity: fatal, reason: X, condition: " + in + "}\n"))
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if got := rs.Rules[0].Condition; got != want {
+			t.Errorf("%s: stored as %s, want %s", in, got, want)
+		}
+	}
+	_, err := Load([]byte("rules:\n- {name: r, expr: gpu.missing, severity: fatal, reason: X, condition: GPUHealthy}\n"))
+	if err == nil || !strings.Contains(err.Error(), `condition: "GPUHealthy": want GPUHealAcceleratorHealthy or GPUHealKernelHealthy`) {
+		t.Errorf("a misspelt condition: %v", err)
 	}
 }

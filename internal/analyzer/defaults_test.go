@@ -16,7 +16,7 @@ func TestDefaultRuleSet(t *testing.T) {
 		t.Errorf("default rules: %d, want %d (update the table in the report and doc.go)", got, want)
 	}
 	for _, r := range rs.Rules {
-		if r.Condition != v1alpha1.ConditionAcceleratedHardwareReady && r.Condition != v1alpha1.ConditionKernelReady {
+		if r.Condition != v1alpha1.ConditionGPUHealAcceleratorHealthy && r.Condition != v1alpha1.ConditionGPUHealKernelHealthy {
 			t.Errorf("rule %s: condition %q", r.Name, r.Condition)
 		}
 	}
@@ -101,15 +101,15 @@ func TestDefaultRulesSim(t *testing.T) {
 			if diff := cmp.Diff(tt.want, active(res)); diff != "" {
 				t.Errorf("active problems (-want +got):\n%s", diff)
 			}
-			c := condition(t, res, v1alpha1.ConditionAcceleratedHardwareReady)
+			c := condition(t, res, v1alpha1.ConditionGPUHealAcceleratorHealthy)
 			wantStatus, wantReason := StatusFalse, tt.reason
 			if tt.reason == "" {
-				wantStatus, wantReason = StatusTrue, "AcceleratedHardwareIsReady"
+				wantStatus, wantReason = StatusTrue, "GPUHealAcceleratorIsHealthy"
 			}
 			if c.Status != wantStatus || c.Reason != wantReason {
 				t.Errorf("condition = %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, wantStatus, wantReason)
 			}
-			if k := condition(t, res, v1alpha1.ConditionKernelReady); k.Status != StatusTrue {
+			if k := condition(t, res, v1alpha1.ConditionGPUHealKernelHealthy); k.Status != StatusTrue {
 				t.Errorf("KernelReady = %+v, want True", k)
 			}
 			for _, p := range res.Problems {

@@ -16,7 +16,7 @@
 //	  for: 0s                              # must hold this long (not for finding rules)
 //	  count: {times: 3, window: 10m}       # optional: ≥ times occurrences within window
 //	  severity: fatal                      # fatal → condition False; warning → Event only
-//	  condition: AcceleratedHardwareReady  # or KernelReady
+//	  condition: GPUHealAcceleratorHealthy # or GPUHealKernelHealthy (EKS names taken too)
 //	  reason: NvidiaDoubleBitError         # text/template; must render CamelCase
 //	  message: "GPU {{.GPU.Index}}: {{.Value}} errors"   # text/template, optional
 //	  action: reset-gpu                    # none|restart-app|reset-gpu|reboot|replace

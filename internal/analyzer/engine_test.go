@@ -158,7 +158,7 @@ func TestClearAfterDampsFlaps(t *testing.T) {
 	}
 	for _, st := range steps {
 		res := s.at(st.d, st.temps)
-		c := condition(t, res, v1alpha1.ConditionAcceleratedHardwareReady)
+		c := condition(t, res, v1alpha1.ConditionGPUHealAcceleratorHealthy)
 		if c.Status != st.status || !c.LastTransitionTime.Equal(t0.Add(st.ltt)) {
 			t.Fatalf("at %v: condition %s since %v, want %s since %v", st.d, c.Status, c.LastTransitionTime.Sub(t0), st.status, st.ltt)
 		}
@@ -174,21 +174,21 @@ func TestLastTransitionTime(t *testing.T) {
 	s := newStepper(t, testRules)
 	s.at(0, []float64{91, 40})
 	res := s.at(5*time.Minute, []float64{91, 40})
-	want := ConditionStatus{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: StatusFalse, Reason: "Hot",
+	want := ConditionStatus{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: StatusFalse, Reason: "Hot",
 		Message: "GPU 0 at 91 C", Action: finding.ActionResetGPU, LastTransitionTime: t0.Add(5 * time.Minute)}
-	if diff := cmp.Diff(want, condition(t, res, v1alpha1.ConditionAcceleratedHardwareReady)); diff != "" {
+	if diff := cmp.Diff(want, condition(t, res, v1alpha1.ConditionGPUHealAcceleratorHealthy)); diff != "" {
 		t.Fatalf("one problem (-want +got):\n%s", diff)
 	}
 	res = s.at(7*time.Minute, []float64{91, -1})
-	c := condition(t, res, v1alpha1.ConditionAcceleratedHardwareReady)
+	c := condition(t, res, v1alpha1.ConditionGPUHealAcceleratorHealthy)
 	if c.Reason != "Dead" || c.Action != finding.ActionReboot || !c.LastTransitionTime.Equal(t0.Add(5*time.Minute)) ||
 		!strings.Contains(c.Message, "and 1 more fatal problem") {
 		t.Fatalf("second problem: %+v", c)
 	}
 	res = s.at(8*time.Minute, []float64{85, 40})
-	want = ConditionStatus{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: StatusTrue, Reason: "AcceleratedHardwareIsReady",
+	want = ConditionStatus{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: StatusTrue, Reason: "GPUHealAcceleratorIsHealthy",
 		Message: "gpuheal found no fatal problem", Action: finding.ActionNone, LastTransitionTime: t0.Add(8 * time.Minute)}
-	if diff := cmp.Diff(want, condition(t, res, v1alpha1.ConditionAcceleratedHardwareReady)); diff != "" {
+	if diff := cmp.Diff(want, condition(t, res, v1alpha1.ConditionGPUHealAcceleratorHealthy)); diff != "" {
 		t.Fatalf("healthy again (-want +got):\n%s", diff)
 	}
 	// A warning alone is an Event, not a condition.
@@ -252,21 +252,21 @@ func TestDefaultFindingRules(t *testing.T) {
 		latched   bool
 	}{
 		{"xid 79", one(xidFinding(79, 2, time.Time{}, finding.Fatal, finding.ActionReboot)),
-			"xid-fatal-reboot", "NvidiaXID79Error", finding.Fatal, finding.ActionReboot, v1alpha1.ConditionAcceleratedHardwareReady, true, true},
+			"xid-fatal-reboot", "NvidiaXID79Error", finding.Fatal, finding.ActionReboot, v1alpha1.ConditionGPUHealAcceleratorHealthy, true, true},
 		{"xid 48", one(xidFinding(48, 2, time.Time{}, finding.Fatal, finding.ActionResetGPU)),
-			"xid-fatal", "NvidiaXID48Error", finding.Fatal, finding.ActionResetGPU, v1alpha1.ConditionAcceleratedHardwareReady, true, false},
+			"xid-fatal", "NvidiaXID48Error", finding.Fatal, finding.ActionResetGPU, v1alpha1.ConditionGPUHealAcceleratorHealthy, true, false},
 		{"xid 13 escalated by the catalog threshold", one(xidFinding(13, 2, time.Time{}, finding.Fatal, finding.ActionResetGPU)),
-			"xid-fatal", "NvidiaXID13Error", finding.Fatal, finding.ActionResetGPU, v1alpha1.ConditionAcceleratedHardwareReady, true, false},
+			"xid-fatal", "NvidiaXID13Error", finding.Fatal, finding.ActionResetGPU, v1alpha1.ConditionGPUHealAcceleratorHealthy, true, false},
 		{"xid 13", one(xidFinding(13, 2, time.Time{}, finding.Warning, finding.ActionRestartApp)),
-			"xid-warning", "NvidiaXID13Warning", finding.Warning, finding.ActionRestartApp, v1alpha1.ConditionAcceleratedHardwareReady, false, false},
+			"xid-warning", "NvidiaXID13Warning", finding.Warning, finding.ActionRestartApp, v1alpha1.ConditionGPUHealAcceleratorHealthy, false, false},
 		{"fell off the bus", one(finding.Finding{Code: "GPU_FELL_OFF_BUS", GPU: busOf(1), Severity: finding.Fatal, Action: finding.ActionReboot}),
-			"gpu-fell-off-bus", "NvidiaGPUMissing", finding.Fatal, finding.ActionReboot, v1alpha1.ConditionAcceleratedHardwareReady, true, true},
+			"gpu-fell-off-bus", "NvidiaGPUMissing", finding.Fatal, finding.ActionReboot, v1alpha1.ConditionGPUHealAcceleratorHealthy, true, true},
 		{"soft lockup", one(finding.Finding{Code: "SOFT_LOCKUP", Severity: finding.Warning, Action: finding.ActionNone, Message: "watchdog: BUG: soft lockup"}),
-			"soft-lockup", "SoftLockup", finding.Warning, finding.ActionNone, v1alpha1.ConditionKernelReady, false, false},
+			"soft-lockup", "SoftLockup", finding.Warning, finding.ActionNone, v1alpha1.ConditionGPUHealKernelHealthy, false, false},
 		{"soft lockups", repeat(3, finding.Finding{Code: "SOFT_LOCKUP", Severity: finding.Warning, Action: finding.ActionNone, Message: "watchdog: BUG: soft lockup"}),
-			"soft-lockup-repeated", "SoftLockup", finding.Fatal, finding.ActionReboot, v1alpha1.ConditionKernelReady, true, false},
+			"soft-lockup-repeated", "SoftLockup", finding.Fatal, finding.ActionReboot, v1alpha1.ConditionGPUHealKernelHealthy, true, false},
 		{"hung task", one(finding.Finding{Code: "HUNG_TASK", Severity: finding.Warning, Action: finding.ActionNone, Message: "INFO: task x:1 blocked"}),
-			"hung-task", "HungTask", finding.Warning, finding.ActionNone, v1alpha1.ConditionKernelReady, false, false},
+			"hung-task", "HungTask", finding.Warning, finding.ActionNone, v1alpha1.ConditionGPUHealKernelHealthy, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,7 +49,7 @@ func TestLatched(t *testing.T) {
 	if got := active(res); len(got) != 0 {
 		t.Fatalf("after reboot: %v", got)
 	}
-	if c := condition(t, res, v1alpha1.ConditionAcceleratedHardwareReady); c.Status != StatusTrue || !c.LastTransitionTime.Equal(clk.Now()) {
+	if c := condition(t, res, v1alpha1.ConditionGPUHealAcceleratorHealthy); c.Status != StatusTrue || !c.LastTransitionTime.Equal(clk.Now()) {
 		t.Errorf("condition after reboot: %+v", c)
 	}
 }

@@ -147,7 +147,7 @@ func (e *Engine) collect(res *Result) {
 	}
 	slices.SortFunc(res.Problems, func(a, b Problem) int { return worse(&a, &b) })
 	for _, t := range slices.Sorted(maps.Keys(types)) {
-		c := ConditionStatus{Type: t, Status: StatusTrue, Reason: readyReason(t), Message: "gpuheal found no fatal problem", Action: finding.ActionNone}
+		c := ConditionStatus{Type: t, Status: StatusTrue, Reason: ReadyReason(t), Message: "gpuheal found no fatal problem", Action: finding.ActionNone}
 		var worst *Problem
 		n := 0
 		for i := range res.Problems {
@@ -175,8 +175,12 @@ func (e *Engine) collect(res *Result) {
 	}
 }
 
-// readyReason is the reason of a True condition: AcceleratedHardwareReady
-// → AcceleratedHardwareIsReady.
-func readyReason(t string) string {
+// ReadyReason is the reason of a True condition: AcceleratedHardwareReady
+// → AcceleratedHardwareIsReady, GPUHealAcceleratorHealthy →
+// GPUHealAcceleratorIsHealthy.
+func ReadyReason(t string) string {
+	if s, ok := strings.CutSuffix(t, "Healthy"); ok {
+		return s + "IsHealthy"
+	}
 	return strings.TrimSuffix(t, "Ready") + "IsReady"
 }

@@ -25,7 +25,8 @@ type Rule struct {
 	// fall within Window, per GPU (and per finding code).
 	Count    Count
 	Severity finding.Severity
-	// Condition is AcceleratedHardwareReady or KernelReady.
+	// Condition is GPUHealAcceleratorHealthy or GPUHealKernelHealthy (a
+	// config's EKS names are stored as these).
 	Condition string
 	// Action is the recommended remediation; empty on a finding rule
 	// means "the finding's own action".

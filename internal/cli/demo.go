@@ -197,8 +197,8 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 		Spec: gpuhealv1.RemediationPolicySpec{
 			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{gpuhealv1.LabelNvidiaGPUPresent: "true"}},
 			UnhealthyConditions: []gpuhealv1.UnhealthyCondition{
-				{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, For: hold},
-				{Type: gpuhealv1.ConditionKernelReady, Status: metav1.ConditionFalse, For: hold},
+				{Type: gpuhealv1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, For: hold},
+				{Type: gpuhealv1.ConditionGPUHealKernelHealthy, Status: metav1.ConditionFalse, For: hold},
 			},
 			MaxUnhealthy: &twenty,
 			MaxParallel:  &parallel,

@@ -98,7 +98,7 @@ func (v *demoView) detections(now time.Time, rows []fleetview.Row) {
 	for _, r := range rows {
 		problem, message := "", ""
 		for _, c := range r.Conditions {
-			if (c.Type == gpuhealv1.ConditionAcceleratedHardwareReady || c.Type == gpuhealv1.ConditionKernelReady) && c.Bad() {
+			if (gpuhealv1.IsAgentGPUCondition(c.Type) || gpuhealv1.IsAgentKernelCondition(c.Type)) && c.Bad() {
 				problem = c.Type + "=" + c.Status + " " + c.Reason
 				message = c.Message
 				break

@@ -118,6 +118,24 @@ func writeNodeSummary(out io.Writer, n *corev1.Node, row fleetview.Row, now time
 	fmt.Fprintf(out, "Age:           %s\n", duration.HumanDuration(now.Sub(n.CreationTimestamp.Time)))
 }
 
+// twinShown says whether t is one of the agent's condition types that need
+// no "not reported" line: an EKS name (the agent publishes those only on
+// opt-in), or a gpuheal name whose EKS twin the node shows.
+func twinShown(n *corev1.Node, t corev1.NodeConditionType) bool {
+	var twin corev1.NodeConditionType
+	switch t {
+	case gpuhealv1.ConditionAcceleratedHardwareReady, gpuhealv1.ConditionKernelReady:
+		return true
+	case gpuhealv1.ConditionGPUHealAcceleratorHealthy:
+		twin = gpuhealv1.ConditionAcceleratedHardwareReady
+	case gpuhealv1.ConditionGPUHealKernelHealthy:
+		twin = gpuhealv1.ConditionKernelReady
+	default:
+		return false
+	}
+	return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == twin })
+}
+
 func writeNodeConditions(out io.Writer, n *corev1.Node, now time.Time) {
 	fmt.Fprintln(out, "\nConditions:")
 	tw := newTable(out)
@@ -132,7 +150,7 @@ func writeNodeConditions(out io.Writer, n *corev1.Node, now time.Time) {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, orDash(c.Reason),
 				duration.HumanDuration(now.Sub(c.LastTransitionTime.Time)), orDash(termsafe.Line(c.Message)))
 		}
-		if !found {
+		if !found && !twinShown(n, t) {
 			fmt.Fprintf(tw, "  %s\t-\t-\t-\tnot reported\n", t)
 		}
 	}

@@ -99,7 +99,7 @@ func fleetObjects(now time.Time) ([]*corev1.Node, []*gpuhealv1.NodeRemediation) 
 		}
 		n.Spec.Unschedulable = s.cordoned
 		n.Status.Conditions = []corev1.NodeCondition{
-			{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: s.gpuCond, Reason: s.reason, Message: "GPU 3 fell off the bus", LastTransitionTime: metav1.NewTime(now)},
+			{Type: gpuhealv1.ConditionGPUHealAcceleratorHealthy, Status: s.gpuCond, Reason: s.reason, Message: "GPU 3 fell off the bus", LastTransitionTime: metav1.NewTime(now)},
 			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: metav1.NewTime(now)},
 		}
 		nodes = append(nodes, n)
@@ -115,7 +115,7 @@ func fleetObjects(now time.Time) ([]*corev1.Node, []*gpuhealv1.NodeRemediation) 
 		rems = append(rems, &gpuhealv1.NodeRemediation{
 			ObjectMeta: metav1.ObjectMeta{Name: in.node + "-incident", CreationTimestamp: metav1.NewTime(start.Time)},
 			Spec: gpuhealv1.NodeRemediationSpec{NodeName: in.node, PolicyName: "default",
-				Trigger: gpuhealv1.Trigger{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, Reason: "NvidiaXID48Error", Since: metav1.NewTime(now)}},
+				Trigger: gpuhealv1.Trigger{Type: gpuhealv1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, Reason: "NvidiaXID48Error", Since: metav1.NewTime(now)}},
 			Status: gpuhealv1.NodeRemediationStatus{Phase: in.phase, Action: gpuhealv1.ActionReboot, Phases: []gpuhealv1.PhaseTransition{
 				{Phase: gpuhealv1.PhasePending, Time: start},
 				{Phase: in.phase, Time: metav1.NewMicroTime(start.Add(30 * time.Second)), Message: "evicting 2 pods"},

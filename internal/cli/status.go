@@ -40,8 +40,8 @@ capacity), the conditions that make it unhealthy, cordon, health tier and
 score, the open remediation's phase and action, and age; -o wide adds the
 incident and the agent's active warnings.
 
-States, worst first: unhealthy (AcceleratedHardwareReady or KernelReady False,
-or the kubelet not Ready), remediating (an incident is open), cordoned,
+States, worst first: unhealthy (the agent's GPU or kernel condition False, by
+gpuheal's names or the EKS ones, or the kubelet not Ready), remediating (an incident is open), cordoned,
 warning (active warnings, or fewer healthy GPUs than the node has), healthy.
 Within each, the lowest score first. -o json and -o yaml give the same view
 as the status page's /status/api/fleet.`,

@@ -29,7 +29,7 @@ func checkStatus(t *testing.T, run runner) {
 	matchLines(t, out, code,
 		`^5 nodes: 1 unhealthy, 1 remediating, 1 cordoned, 1 warning, 1 healthy$`,
 		`^NODE +STATE +GPUS +PROBLEMS +SCHED +TIER +SCORE +REMEDIATION +AGE$`,
-		`^`+auditapitest.NodeB+` +unhealthy +7/8 +AcceleratedHardwareReady=False \(NvidiaXID79Error\) +cordoned +bronze +40\.0 +- +\d+s$`,
+		`^`+auditapitest.NodeB+` +unhealthy +7/8 +GPUHealAcceleratorHealthy=False \(NvidiaXID79Error\) +cordoned +bronze +40\.0 +- +\d+s$`,
 		`^gpu-fixing +remediating +8/8 +- +cordoned +bronze +60\.0 +Draining \(Reboot\) +\d+s$`,
 		`^gpu-cordoned +cordoned +8/8 +- +cordoned +gold +90\.0 +- +\d+s$`,
 		`^gpu-warned +warning +8/8 +warn: 1 active +ok +silver +88\.0 +- +\d+s$`,

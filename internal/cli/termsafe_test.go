@@ -29,12 +29,12 @@ func assertTerminalSafe(t *testing.T, what, out string) {
 func TestDescribeIsTerminalSafe(t *testing.T) {
 	now := time.Now()
 	n := testenv.GPUNode("gpu-evil")
-	n.Status.Conditions = []corev1.NodeCondition{{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse,
+	n.Status.Conditions = []corev1.NodeCondition{{Type: gpuhealv1.ConditionGPUHealAcceleratorHealthy, Status: corev1.ConditionFalse,
 		Reason: "Xid" + evil, Message: "GPU 3 " + evil + " fell off\nFAKE ROW", LastTransitionTime: metav1.NewTime(now)}}
 	r := &gpuhealv1.NodeRemediation{
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu-evil-incident", CreationTimestamp: metav1.NewTime(now)},
 		Spec: gpuhealv1.NodeRemediationSpec{NodeName: "gpu-evil", PolicyName: "default",
-			Trigger: gpuhealv1.Trigger{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, Reason: "R" + evil}},
+			Trigger: gpuhealv1.Trigger{Type: gpuhealv1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, Reason: "R" + evil}},
 		Status: gpuhealv1.NodeRemediationStatus{Phase: gpuhealv1.PhaseDraining, Phases: []gpuhealv1.PhaseTransition{
 			{Phase: gpuhealv1.PhaseDraining, Time: metav1.NewMicroTime(now), Message: "evicting " + evil}}},
 	}

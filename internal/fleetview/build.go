@@ -13,8 +13,11 @@ import (
 )
 
 // ConditionTypes are the node conditions a state is read from: the
-// agent's two and the kubelet's.
+// agent's two, under gpuheal's names and under the EKS names (the agent
+// publishes one set, by --condition-types; the EKS node monitoring agent
+// the EKS one), and the kubelet's.
 var ConditionTypes = []corev1.NodeConditionType{
+	v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy,
 	v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, corev1.NodeReady,
 }
 

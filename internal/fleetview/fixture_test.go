@@ -51,7 +51,7 @@ func (s nodeSpec) node() corev1.Node {
 	for _, c := range []struct {
 		t  corev1.NodeConditionType
 		st corev1.ConditionStatus
-	}{{v1alpha1.ConditionAcceleratedHardwareReady, s.gpuOK}, {v1alpha1.ConditionKernelReady, s.kernelOK}, {corev1.NodeReady, s.ready}} {
+	}{{v1alpha1.ConditionGPUHealAcceleratorHealthy, s.gpuOK}, {v1alpha1.ConditionGPUHealKernelHealthy, s.kernelOK}, {corev1.NodeReady, s.ready}} {
 		if c.st == "" {
 			continue
 		}

@@ -20,7 +20,8 @@ type State string
 
 // States, worst first. The first that holds is the node's.
 const (
-	// StateUnhealthy: AcceleratedHardwareReady or KernelReady is False,
+	// StateUnhealthy: the agent's GPU or kernel condition (either name,
+	// ConditionTypes) is False,
 	// or the kubelet's Ready is False or Unknown. A condition not reported
 	// yet is no fault: a node the agent has not reached is not sick.
 	StateUnhealthy State = "unhealthy"
@@ -133,7 +134,7 @@ func (c Condition) Bad() bool {
 	return c.Status == "False" || (c.Type == "Ready" && c.Status == "Unknown")
 }
 
-// Problems names each bad condition: "AcceleratedHardwareReady=False
+// Problems names each bad condition: "GPUHealAcceleratorHealthy=False
 // (NvidiaXID79Error)".
 func (r Row) Problems() []string {
 	var out []string

@@ -69,14 +69,14 @@ func TestRowFields(t *testing.T) {
 		ActiveWarnings: 3, Incident: "gpu-a-1", Phase: v1alpha1.PhasePending, Action: v1alpha1.ActionReplace,
 		Created: at.Add(-time.Hour),
 		Conditions: []Condition{
-			{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: "False", Reason: "NvidiaXID79Error", Since: at},
-			{Type: v1alpha1.ConditionKernelReady, Status: "True", Since: at},
+			{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: "False", Reason: "NvidiaXID79Error", Since: at},
+			{Type: v1alpha1.ConditionGPUHealKernelHealthy, Status: "True", Since: at},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("row (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"AcceleratedHardwareReady=False (NvidiaXID79Error)"}, got.Problems()); diff != "" {
+	if diff := cmp.Diff([]string{"GPUHealAcceleratorHealthy=False (NvidiaXID79Error)"}, got.Problems()); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // What the unit tests on a fake clock and the integration tests on a real
 // API server share.
 
-const gpuCondition = v1alpha1.ConditionAcceleratedHardwareReady
+const gpuCondition = v1alpha1.ConditionGPUHealAcceleratorHealthy
 
 // xidMessage is an agent's condition message naming one GPU.
 const xidMessage = "GPU 3 (GPU-5a3f2e1b-8c4d-4e6f-9a0b-1c2d3e4f5a6b, 0000:3b:00.0) fell off the bus"

@@ -3,7 +3,6 @@ package remediation
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/nodemark"
 )
 
 // cordon marks the node unschedulable, adds our NoSchedule taint and names
@@ -97,15 +97,6 @@ func (r *remediationReconciler) uncordon(ctx context.Context, in *incident) erro
 
 // undoCordon removes our taint and annotations, and our cordon unless
 // someone else had cordoned the node before us.
-func undoCordon(n *corev1.Node) {
-	if n.Annotations[v1alpha1.AnnotationWasUnschedulable] != "true" {
-		n.Spec.Unschedulable = false
-	}
-	delete(n.Annotations, v1alpha1.AnnotationCordonedBy)
-	delete(n.Annotations, v1alpha1.AnnotationWasUnschedulable)
-	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintUnhealthy })
-}
+func undoCordon(n *corev1.Node) { nodemark.UndoCordon(n) }
 
-func hasTaint(n *corev1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintUnhealthy })
-}
+func hasTaint(n *corev1.Node) bool { return nodemark.HasTaint(n) }

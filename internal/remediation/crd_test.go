@@ -26,7 +26,7 @@ func TestCRDSchemaDefaultsAndValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := p.Spec
-	if len(s.UnhealthyConditions) != 3 || s.UnhealthyConditions[0].Type != "AcceleratedHardwareReady" || s.UnhealthyConditions[0].For.Duration.String() != "2m0s" {
+	if len(s.UnhealthyConditions) != 3 || s.UnhealthyConditions[0].Type != v1alpha1.ConditionGPUHealAcceleratorHealthy || s.UnhealthyConditions[0].For.Duration.String() != "2m0s" {
 		t.Errorf("unhealthyConditions defaulted to %+v", s.UnhealthyConditions)
 	}
 	if s.MaxUnhealthy.String() != "20%" || s.MaxParallel.String() != "1" {

@@ -320,7 +320,8 @@ func (r *remediationReconciler) olderOpenIncident(ctx context.Context, in *incid
 	return "", nil
 }
 
-// cancelIfMoot ends an incident that has not acted yet when its reason is
+// cancelIfMoot ends an incident that has not acted yet when another
+// remediator is acting on the node (otherRemediator), or when its reason is
 // gone: the node was deleted, opted out, or recovered and stayed healthy for
 // the policy's recovery hold. A node we cordoned is uncordoned.
 func (r *remediationReconciler) cancelIfMoot(ctx context.Context, in *incident) (bool, ctrl.Result, error) {
@@ -332,6 +333,18 @@ func (r *remediationReconciler) cancelIfMoot(ctx context.Context, in *incident) 
 			return true, ctrl.Result{}, err
 		}
 		return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonOptedOut, "node annotated "+v1alpha1.AnnotationRemediation+"="+v1alpha1.RemediationDisabled)
+	}
+	if who, err := r.otherRemediator(ctx, in.node); err != nil || who != "" {
+		if err != nil {
+			return true, ctrl.Result{}, err
+		}
+		// Only our own cordon is undone (undoCordon keeps one that was
+		// there before ours); theirs stays, and so does their repair.
+		if err := r.uncordon(ctx, in); err != nil {
+			return true, ctrl.Result{}, err
+		}
+		return true, ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonOtherRemediator,
+			who+"; gpuheal stands down and leaves the node to it")
 	}
 	healthySince, healthy := r.healthySince(in)
 	if !healthy {

@@ -18,7 +18,7 @@ import (
 // The defaults of RemediationPolicySpec, also written in the CRD schema; a
 // policy read from a cache that predates a default still gets it here.
 var defaultUnhealthyConditions = []v1alpha1.UnhealthyCondition{
-	{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: 2 * time.Minute}},
+	{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: 2 * time.Minute}},
 	{Type: string(corev1.NodeReady), Status: metav1.ConditionFalse, For: metav1.Duration{Duration: 10 * time.Minute}},
 	{Type: string(corev1.NodeReady), Status: metav1.ConditionUnknown, For: metav1.Duration{Duration: 10 * time.Minute}},
 }

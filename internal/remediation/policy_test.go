@@ -43,7 +43,7 @@ func TestScaledLimits(t *testing.T) {
 }
 
 func TestUnhealthyForWaitsTheMinimumDuration(t *testing.T) {
-	p, _ := newPolicy(&v1alpha1.RemediationPolicy{}) // AcceleratedHardwareReady=False for 2m by default
+	p, _ := newPolicy(&v1alpha1.RemediationPolicy{}) // GPUHealAcceleratorHealthy=False for 2m by default
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	node := &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
 		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))},
@@ -55,7 +55,7 @@ func TestUnhealthyForWaitsTheMinimumDuration(t *testing.T) {
 	}
 	c, _ = p.unhealthyFor(node, now.Add(30*time.Second))
 	if c == nil || c.Type != gpuCondition {
-		t.Fatalf("after 2m: condition %v, want AcceleratedHardwareReady", c)
+		t.Fatalf("after 2m: condition %v, want GPUHealAcceleratorHealthy", c)
 	}
 	if p.unhealthyNow(node) == nil {
 		t.Error("unhealthyNow ignores the duration and should count the node")
@@ -90,12 +90,12 @@ func TestRecommendedActionFromTheAgentsAnnotation(t *testing.T) {
 		absent, wantErr  bool
 		want             string
 	}{
-		{name: "advice for the condition", annotation: `{"AcceleratedHardwareReady":"replace","KernelReady":"reboot"}`, want: "replace"},
-		{name: "advice for another condition only", annotation: `{"KernelReady":"reboot"}`},
+		{name: "advice for the condition", annotation: `{"GPUHealAcceleratorHealthy":"replace","GPUHealKernelHealthy":"reboot"}`, want: "replace"},
+		{name: "advice for another condition only", annotation: `{"GPUHealKernelHealthy":"reboot"}`},
 		{name: "no annotation (node-problem-detector)", absent: true},
 		{name: "not JSON", annotation: "recommended action: replace", wantErr: true},
-		{name: "not an object of strings", annotation: `{"AcceleratedHardwareReady":3}`, wantErr: true},
-		{name: "unknown action", annotation: `{"AcceleratedHardwareReady":"explode"}`, wantErr: true},
+		{name: "not an object of strings", annotation: `{"GPUHealAcceleratorHealthy":3}`, wantErr: true},
+		{name: "unknown action", annotation: `{"GPUHealAcceleratorHealthy":"explode"}`, wantErr: true},
 	} {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 		if !tc.absent {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/nodemark"
 )
 
 // ReleaseOptions say what Release stops before it hands nodes back.
@@ -72,21 +72,10 @@ func Release(ctx context.Context, c client.Client, opts ReleaseOptions) error {
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if n.Annotations[v1alpha1.AnnotationCordonedBy] == "" && !hasTaint(n) {
+		if !nodemark.Ours(n) {
 			continue
 		}
-		err := patchNodeGuarded(ctx, c, c, n, func(n *corev1.Node) bool {
-			switch {
-			case n.Annotations[v1alpha1.AnnotationCordonedBy] != "":
-				undoCordon(n)
-			case hasTaint(n):
-				// Our taint without our cordon: the cordon, if any, is not ours.
-				n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintUnhealthy })
-			default:
-				return false
-			}
-			return true
-		})
+		err := patchNodeGuarded(ctx, c, c, n, nodemark.Release)
 		if err != nil {
 			errs = append(errs, err)
 			continue

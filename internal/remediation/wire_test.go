@@ -44,7 +44,7 @@ var controllerReads = []struct {
 	want string
 }{
 	{v1alpha1.AnnotationRecommendedActions, func(n *corev1.Node) string {
-		a, err := recommendedAction(n, v1alpha1.ConditionAcceleratedHardwareReady)
+		a, err := recommendedAction(n, v1alpha1.ConditionGPUHealAcceleratorHealthy)
 		return a + errText(err)
 	}, "replace"},
 	{v1alpha1.AnnotationActiveWarnings, func(n *corev1.Node) string {
@@ -63,15 +63,15 @@ var controllerReads = []struct {
 		return strconv.FormatBool(nodeHealthChanged().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: n}) &&
 			n.Labels[v1alpha1.LabelGPUHealthyCount] != "")
 	}, "true"},
-	{v1alpha1.ConditionAcceleratedHardwareReady, func(n *corev1.Node) string {
+	{v1alpha1.ConditionGPUHealAcceleratorHealthy, func(n *corev1.Node) string {
 		p, _ := newPolicy(&v1alpha1.RemediationPolicy{}) // the defaults name it
 		c, _ := p.unhealthyFor(n, t0)
 		if c == nil {
 			return ""
 		}
 		return triggerText(n, c)
-	}, "AcceleratedHardwareReady=False replace"},
-	{v1alpha1.ConditionKernelReady, func(n *corev1.Node) string { return conditionTrigger(n, v1alpha1.ConditionKernelReady) }, "KernelReady=False reboot"},
+	}, "GPUHealAcceleratorHealthy=False replace"},
+	{v1alpha1.ConditionGPUHealKernelHealthy, func(n *corev1.Node) string { return conditionTrigger(n, v1alpha1.ConditionGPUHealKernelHealthy) }, "GPUHealKernelHealthy=False reboot"},
 	{v1alpha1.ConditionGPUFailurePredicted, func(n *corev1.Node) string {
 		return conditionTrigger(n, v1alpha1.ConditionGPUFailurePredicted)
 	}, "GPUFailurePredicted=True none"},
@@ -89,6 +89,38 @@ func TestControllerReadsTheAgentsKeys(t *testing.T) {
 			t.Errorf("%s: the controller reads %q from a node without the key too", r.key, got)
 		}
 	}
+}
+
+// TestControllerReadsTheEKSNames: an agent with --condition-types=eks
+// (api/v1alpha1/testdata/agent-node-eks.json) is not remediated by the
+// default policy, which names gpuheal's own types (EKS or Karpenter repair
+// acts instead), and a policy naming the EKS types reads the condition
+// and the advice keyed by it.
+func TestControllerReadsTheEKSNames(t *testing.T) {
+	n := readNode(t, "../../api/v1alpha1/testdata/agent-node-eks.json")
+	def, _ := newPolicy(&v1alpha1.RemediationPolicy{})
+	if c, _ := def.unhealthyFor(n, t0); c != nil {
+		t.Errorf("the default policy acts on %s of an agent publishing the EKS names", c.Type)
+	}
+	if got, want := conditionTrigger(n, v1alpha1.ConditionAcceleratedHardwareReady), "AcceleratedHardwareReady=False replace"; got != want {
+		t.Errorf("a policy naming %s reads %q, want %q", v1alpha1.ConditionAcceleratedHardwareReady, got, want)
+	}
+	if got, want := conditionTrigger(n, v1alpha1.ConditionKernelReady), "KernelReady=False reboot"; got != want {
+		t.Errorf("a policy naming %s reads %q, want %q", v1alpha1.ConditionKernelReady, got, want)
+	}
+}
+
+func readNode(t *testing.T, path string) *corev1.Node {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n corev1.Node
+	if err := json.Unmarshal(data, &n); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &n
 }
 
 func scoreInput(n *corev1.Node) (score.Input, score.Input) {

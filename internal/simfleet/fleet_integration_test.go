@@ -138,13 +138,13 @@ func testutilGauge(f *simFleet) float64 {
 
 func waitGPUCondition(ctx context.Context, t *testing.T, c client.Client, node string, want corev1.ConditionStatus) {
 	t.Helper()
-	testproc.EventuallyTrue(t, time.Minute, "node "+node+" "+v1alpha1.ConditionAcceleratedHardwareReady+"="+string(want), func() bool {
+	testproc.EventuallyTrue(t, time.Minute, "node "+node+" "+v1alpha1.ConditionGPUHealAcceleratorHealthy+"="+string(want), func() bool {
 		var n corev1.Node
 		if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
 			return false
 		}
 		for _, cond := range n.Status.Conditions {
-			if cond.Type == v1alpha1.ConditionAcceleratedHardwareReady {
+			if cond.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 				return cond.Status == want
 			}
 		}

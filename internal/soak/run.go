@@ -201,7 +201,7 @@ func (r *run) settled(ctx context.Context) bool {
 
 func brokenNode(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
-		if (c.Type == gpuhealv1.ConditionAcceleratedHardwareReady || c.Type == gpuhealv1.ConditionKernelReady) && c.Status == corev1.ConditionFalse {
+		if (gpuhealv1.IsAgentGPUCondition(string(c.Type)) || gpuhealv1.IsAgentKernelCondition(string(c.Type))) && c.Status == corev1.ConditionFalse {
 			return true
 		}
 	}

@@ -27,7 +27,7 @@ const proxyPath = "/api/v1/namespaces/gpuheal/services/http:gpuheal-controller:m
 
 // TestBrowser loads the page in headless Chromium against a real API
 // server: it shows one tile per node, and a tile turns red when its node's
-// AcceleratedHardwareReady turns False. With GPUHEAL_UPDATE_SCREENSHOT=1 it
+// GPUHealAcceleratorHealthy turns False. With GPUHEAL_UPDATE_SCREENSHOT=1 it
 // also writes docs/status-page.png.
 func TestBrowser(t *testing.T) {
 	chromium := findChromium(t)

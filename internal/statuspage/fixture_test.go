@@ -59,7 +59,7 @@ func (s nodeSpec) node(at time.Time) *corev1.Node {
 	for _, c := range []struct {
 		t  corev1.NodeConditionType
 		st corev1.ConditionStatus
-	}{{v1alpha1.ConditionAcceleratedHardwareReady, s.gpuOK}, {v1alpha1.ConditionKernelReady, s.kernelOK}, {corev1.NodeReady, s.ready}} {
+	}{{v1alpha1.ConditionGPUHealAcceleratorHealthy, s.gpuOK}, {v1alpha1.ConditionGPUHealKernelHealthy, s.kernelOK}, {corev1.NodeReady, s.ready}} {
 		if c.st == "" {
 			continue
 		}
@@ -78,7 +78,7 @@ func incident(name, node string, detected, opened time.Time, action v1alpha1.Act
 	nr := &v1alpha1.NodeRemediation{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(opened)},
 		Spec: v1alpha1.NodeRemediationSpec{NodeName: node, PolicyName: "default", Trigger: v1alpha1.Trigger{
-			Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
+			Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
 		}},
 		Status: v1alpha1.NodeRemediationStatus{Action: action},
 	}

@@ -132,9 +132,9 @@ func TestIncidentsAPI(t *testing.T) {
 	finished := now.Add(-110 * time.Minute)
 	ttr := (10 * time.Minute).Seconds() // detected 2h ago, succeeded 110m ago
 	want := Incidents{Total: 3, Items: []Incident{
-		{Name: "gpu-b-2", Node: "gpu-b", Policy: "default", Condition: v1alpha1.ConditionAcceleratedHardwareReady, Reason: "NvidiaXID79Error",
+		{Name: "gpu-b-2", Node: "gpu-b", Policy: "default", Condition: v1alpha1.ConditionGPUHealAcceleratorHealthy, Reason: "NvidiaXID79Error",
 			Action: v1alpha1.ActionReboot, Phase: v1alpha1.PhaseDraining, Detected: now.Add(-3 * time.Minute), Opened: now.Add(-time.Minute)},
-		{Name: "gpu-b-1", Node: "gpu-b", Policy: "default", Condition: v1alpha1.ConditionAcceleratedHardwareReady, Reason: "NvidiaXID79Error",
+		{Name: "gpu-b-1", Node: "gpu-b", Policy: "default", Condition: v1alpha1.ConditionGPUHealAcceleratorHealthy, Reason: "NvidiaXID79Error",
 			Action: v1alpha1.ActionReboot, Phase: v1alpha1.PhaseSucceeded, Detected: now.Add(-2 * time.Hour), Opened: now.Add(-118 * time.Minute),
 			Finished: &finished, TimeToRecoverSeconds: &ttr},
 	}}
@@ -228,7 +228,7 @@ func TestSnapshotsAreSharedBriefly(t *testing.T) {
 	}
 }
 
-// breakNode sets the node's AcceleratedHardwareReady to False.
+// breakNode sets the node's GPUHealAcceleratorHealthy to False.
 func breakNode(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -238,7 +238,7 @@ func breakNode(t *testing.T, c client.Client, name string) {
 	}
 	orig := n.DeepCopy()
 	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == v1alpha1.ConditionAcceleratedHardwareReady {
+		if n.Status.Conditions[i].Type == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 			n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = corev1.ConditionFalse, "NvidiaXID79Error"
 			n.Status.Conditions[i].LastTransitionTime = metav1.Now()
 		}

@@ -49,9 +49,9 @@ func buildScene(ctx context.Context, t *testing.T, c client.Client, now time.Tim
 		t.Fatal(err)
 	}
 	special := map[int]sceneNode{
-		4:  {tier: "silver", score: "79.5", healthyGPUs: 8, bad: v1alpha1.ConditionKernelReady, reason: "KernelOops", message: "kernel oops in nvidia_uvm"},
+		4:  {tier: "silver", score: "79.5", healthyGPUs: 8, bad: v1alpha1.ConditionGPUHealKernelHealthy, reason: "KernelOops", message: "kernel oops in nvidia_uvm"},
 		5:  {tier: "silver", score: "82.4", healthyGPUs: 8},
-		9:  {tier: "bronze", score: "41.3", healthyGPUs: 7, bad: v1alpha1.ConditionAcceleratedHardwareReady, reason: "NvidiaXID79Error", message: "GPU 0000:3b:00.0 has fallen off the bus", cordoned: true},
+		9:  {tier: "bronze", score: "41.3", healthyGPUs: 7, bad: v1alpha1.ConditionGPUHealAcceleratorHealthy, reason: "NvidiaXID79Error", message: "GPU 0000:3b:00.0 has fallen off the bus", cordoned: true},
 		11: {tier: "silver", score: "76.0", healthyGPUs: 8},
 		13: {tier: "silver", score: "68.2", healthyGPUs: 8, cordoned: true},
 	}
@@ -111,7 +111,7 @@ func setNode(ctx context.Context, t *testing.T, c client.Client, name string, s 
 	orig = n.DeepCopy()
 	since := metav1.NewTime(now.Add(-72 * time.Hour))
 	n.Status.Conditions = nil
-	for _, typ := range []corev1.NodeConditionType{v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, corev1.NodeReady} {
+	for _, typ := range []corev1.NodeConditionType{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy, corev1.NodeReady} {
 		cond := corev1.NodeCondition{Type: typ, Status: corev1.ConditionTrue, Reason: "Healthy", LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: since}
 		if string(typ) == s.bad {
 			cond.Status, cond.Reason, cond.Message = corev1.ConditionFalse, s.reason, s.message
@@ -143,11 +143,11 @@ func createIncident(ctx context.Context, t *testing.T, c client.Client, node str
 	nr := &v1alpha1.NodeRemediation{
 		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + hex.EncodeToString(sum[:4])},
 		Spec: v1alpha1.NodeRemediationSpec{NodeName: node, PolicyName: "default", Trigger: v1alpha1.Trigger{
-			Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
+			Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, Reason: "NvidiaXID79Error", Since: metav1.NewTime(detected),
 		}},
 	}
 	if node == "p5-0004" {
-		nr.Spec.Trigger.Type, nr.Spec.Trigger.Reason = v1alpha1.ConditionKernelReady, "KernelOops"
+		nr.Spec.Trigger.Type, nr.Spec.Trigger.Reason = v1alpha1.ConditionGPUHealKernelHealthy, "KernelOops"
 	}
 	if err := c.Create(ctx, nr); err != nil {
 		t.Fatalf("creating incident on %s: %v", node, err)

@@ -47,7 +47,7 @@ func TestFleetOfFakeGPUNodes(t *testing.T) {
 
 	base := node.DeepCopy()
 	node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{
-		Type:               v1alpha1.ConditionAcceleratedHardwareReady,
+		Type:               v1alpha1.ConditionGPUHealAcceleratorHealthy,
 		Status:             corev1.ConditionFalse,
 		Reason:             "NvidiaXID79Error",
 		Message:            "GPU 0000:18:00.0 has fallen off the bus",
@@ -66,7 +66,7 @@ func TestFleetOfFakeGPUNodes(t *testing.T) {
 	}
 	var found *corev1.NodeCondition
 	for i := range back.Status.Conditions {
-		if back.Status.Conditions[i].Type == v1alpha1.ConditionAcceleratedHardwareReady {
+		if back.Status.Conditions[i].Type == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 			found = &back.Status.Conditions[i]
 		}
 	}

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -79,6 +81,72 @@ func TestServerSideDryRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInstallNotesAndLookups installs the chart with a server-side dry run
+// against a real API server, so the chart's lookups see a cluster: NOTES.txt
+// counts the GPU nodes the agent's affinity matches and names the other
+// remediators it finds, and the RuntimeClass is asked for only where one
+// exists (agent.runtimeClass=auto).
+func TestInstallNotesAndLookups(t *testing.T) {
+	helmBin(t)
+	env := testcluster.Start(t, testenv.Options{})
+	ctx := t.Context()
+	for _, n := range []*corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "gpu-operator-node", Labels: map[string]string{"nvidia.com/gpu.present": "true"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "p5-node", Labels: map[string]string{"node.kubernetes.io/instance-type": "p5.48xlarge"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "cpu-node", Labels: map[string]string{"node.kubernetes.io/instance-type": "m7i.large"}}},
+	} {
+		if err := env.Client.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	karpenter := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "karpenter", Namespace: "kube-system"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "karpenter"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "karpenter"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "controller", Image: "karpenter"}}},
+			},
+		},
+	}
+	if err := env.Client.Create(ctx, karpenter); err != nil {
+		t.Fatal(err)
+	}
+	install := func(t *testing.T, args ...string) string {
+		t.Helper()
+		all := append([]string{"install", "gpuheal", chartDir(t), "--namespace", namespace, "--create-namespace",
+			"--dry-run=server", "--kubeconfig", env.Kubeconfig}, args...)
+		out, err := runHelm(t, all...)
+		if err != nil {
+			t.Fatalf("helm %s: %v", strings.Join(all, " "), err)
+		}
+		return out
+	}
+
+	out := install(t)
+	for _, want := range []string{"matches 2 of 3 nodes", "Karpenter (Deployment kube-system/karpenter)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("NOTES lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "runtimeClassName:") {
+		t.Error("the agent asks for RuntimeClass nvidia, which the cluster does not have")
+	}
+
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "nvidia"}, Handler: "nvidia"}
+	if err := env.Client.Create(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	if out := install(t); !strings.Contains(out, "runtimeClassName: nvidia") {
+		t.Error("the cluster has RuntimeClass nvidia and the agent does not ask for it")
+	}
+
+	out = install(t, "-f", "testdata/other-agent-detects.yaml")
+	if !strings.Contains(out, "No agent (agent.enabled=false)") || strings.Contains(out, "get ds gpuheal-agent") {
+		t.Errorf("NOTES with agent.enabled=false still speak of the agent:\n%s", out)
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 
 // TestAgentSetsConditionOnItsNode runs the agent in cluster mode against
 // the real API server, on the sim backend with a fault schedule: the node's
-// AcceleratedHardwareReady goes True, then False with the Xid 79 reason
+// GPUHealAcceleratorHealthy goes True, then False with the Xid 79 reason
 // once the simulated GPU falls off the bus, and kwok's Ready stays.
 func TestAgentSetsConditionOnItsNode(t *testing.T) {
 	t.Parallel()
@@ -71,7 +71,7 @@ func TestAgentSetsConditionOnItsNode(t *testing.T) {
 		t.Error("the agent's patch removed kwok's Ready condition")
 	}
 	// The controller reads the advice from this annotation, never from the message.
-	if got, want := n.Annotations[v1alpha1.AnnotationRecommendedActions], `{"AcceleratedHardwareReady":"reboot"}`; got != want {
+	if got, want := n.Annotations[v1alpha1.AnnotationRecommendedActions], `{"GPUHealAcceleratorHealthy":"reboot"}`; got != want {
 		t.Errorf("annotation %s = %q, want %q", v1alpha1.AnnotationRecommendedActions, got, want)
 	}
 
@@ -119,17 +119,17 @@ func waitEvent(ctx context.Context, t *testing.T, c client.Client, node, reason 
 	return found
 }
 
-// waitCondition polls the node until AcceleratedHardwareReady has status.
+// waitCondition polls the node until GPUHealAcceleratorHealthy has status.
 func waitCondition(ctx context.Context, t *testing.T, c client.Client, node string, status corev1.ConditionStatus) corev1.NodeCondition {
 	t.Helper()
 	var found corev1.NodeCondition
-	testproc.UntilTrue(ctx, t, fmt.Sprintf("node %s AcceleratedHardwareReady=%s", node, status), func() bool {
+	testproc.UntilTrue(ctx, t, fmt.Sprintf("node %s GPUHealAcceleratorHealthy=%s", node, status), func() bool {
 		var n corev1.Node
 		if err := c.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
 			return false
 		}
 		for _, cond := range n.Status.Conditions {
-			if cond.Type == v1alpha1.ConditionAcceleratedHardwareReady && cond.Status == status {
+			if cond.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy && cond.Status == status {
 				found = cond
 				return true
 			}
@@ -173,10 +173,10 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	stop, url := start()
 	waitHTTP(t, url, 30*time.Second)
 	// The restarted agent's own verdict, once it has evaluated: 0 = False.
-	series := `gpuheal_condition_status{type="AcceleratedHardwareReady"}`
+	series := `gpuheal_condition_status{type="GPUHealAcceleratorHealthy"}`
 	testproc.UntilTrue(ctx, t, "the restarted agent's first evaluation", func() bool { return strings.Contains(scrape(t, url), series) })
 	if v := metricValue(t, url, series); v != 0 {
-		t.Fatalf("restarted agent says AcceleratedHardwareReady=%v (1 = True): the latched Xid 79 was forgotten", v)
+		t.Fatalf("restarted agent says GPUHealAcceleratorHealthy=%v (1 = True): the latched Xid 79 was forgotten", v)
 	}
 	stop()
 
@@ -184,7 +184,7 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 	// be told from the old one, and start it without its state, on a log
 	// that shows the same fault at a later time.
 	old := metav1.NewTime(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
-	mark := fmt.Sprintf(`{"status":{"conditions":[{"type":"AcceleratedHardwareReady","lastHeartbeatTime":%q}]}}`, old.UTC().Format(time.RFC3339))
+	mark := fmt.Sprintf(`{"status":{"conditions":[{"type":"GPUHealAcceleratorHealthy","lastHeartbeatTime":%q}]}}`, old.UTC().Format(time.RFC3339))
 	if err := env.Client.Status().Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}},
 		client.RawPatch(types.StrategicMergePatchType, []byte(mark))); err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestLatchedProblemSurvivesAgentRestart(t *testing.T) {
 			return false
 		}
 		for _, c := range n.Status.Conditions {
-			if c.Type == v1alpha1.ConditionAcceleratedHardwareReady && !c.LastHeartbeatTime.Equal(&old) {
+			if c.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy && !c.LastHeartbeatTime.Equal(&old) {
 				after = c
 				return true
 			}

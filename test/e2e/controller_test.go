@@ -43,7 +43,7 @@ func TestControllerBinaryRecordsAndServesAudit(t *testing.T) {
 	policy := &v1alpha1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "ctl"},
 		Spec: v1alpha1.RemediationPolicySpec{
-			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: time.Second}}},
+			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: time.Second}}},
 			Provider:            "kwok",
 			RecoveryHold:        &metav1.Duration{Duration: time.Second},
 			MaxUnhealthy:        &half, // the default 20% of two nodes would hold every incident

@@ -49,7 +49,7 @@ func TestDemo(t *testing.T) {
 	case <-time.After(4 * time.Minute):
 		t.Fatal("no incident recovered within 4 minutes")
 	}
-	for _, want := range []string{"DETECTED AcceleratedHardwareReady=False", "cordoned", "drained"} {
+	for _, want := range []string{"DETECTED GPUHealAcceleratorHealthy=False", "cordoned", "drained"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q", want)
 		}

@@ -39,7 +39,7 @@ const latencyRules = `rules:
 
 // BenchmarkXidToConditionFalse measures, over GPUHEAL_LATENCY_TRIALS
 // trials (default 200), the time from an Xid line appearing in the kernel
-// log the agent follows to AcceleratedHardwareReady=False being readable
+// log the agent follows to GPUHealAcceleratorHealthy=False being readable
 // from the real API server (seen through a watch). Lines are written at
 // random moments so no timer of the agent lines up with them. The agent
 // follows a file here, polled every 20 ms; on a node it blocks on
@@ -109,7 +109,7 @@ func watchCondition(ctx context.Context, cs kubernetes.Interface, node string, o
 				continue
 			}
 			for _, c := range n.Status.Conditions {
-				if c.Type == v1alpha1.ConditionAcceleratedHardwareReady {
+				if c.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 					out <- c.Status
 				}
 			}
@@ -127,7 +127,7 @@ func awaitStatus(b *testing.B, ch <-chan corev1.ConditionStatus, want corev1.Con
 				return
 			}
 		case <-timeout:
-			b.Fatalf("AcceleratedHardwareReady never became %s", want)
+			b.Fatalf("GPUHealAcceleratorHealthy never became %s", want)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func TestConditionLifecycleOnNode(t *testing.T) {
 		for ev := range w.ResultChan() {
 			if n, ok := ev.Object.(*corev1.Node); ok {
 				for _, c := range n.Status.Conditions {
-					if c.Type == v1alpha1.ConditionAcceleratedHardwareReady {
+					if c.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 						states <- c
 					}
 				}

@@ -87,7 +87,7 @@ func conditionNow(ctx context.Context, t *testing.T, env *testenv.Env, node stri
 		return nil
 	}
 	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == v1alpha1.ConditionAcceleratedHardwareReady {
+		if n.Status.Conditions[i].Type == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 			return &n.Status.Conditions[i]
 		}
 	}

@@ -115,7 +115,7 @@ func BenchmarkRemediationFleet(b *testing.B) {
 	policy := &v1alpha1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleet"},
 		Spec: v1alpha1.RemediationPolicySpec{
-			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: minDuration}}},
+			UnhealthyConditions: []v1alpha1.UnhealthyCondition{{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: minDuration}}},
 			MaxParallel:         &mp,
 			Provider:            "kwok",
 			RecoveryHold:        &metav1.Duration{Duration: 5 * time.Second},
@@ -287,14 +287,14 @@ func BenchmarkRemediationFleet(b *testing.B) {
 func breakNode(ctx context.Context, b testing.TB, c client.Client, node string) time.Time {
 	now := metav1.Now()
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.NodeCondition{{
-		Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error",
+		Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error",
 		Message: "GPU 0 fell off the bus; recommended action: replace", LastTransitionTime: now, LastHeartbeatTime: now,
 	}}}})
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
 	// The advice first, as the agent writes it: the controller reads it
 	// from the annotation when the condition opens an incident.
 	advice, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		v1alpha1.AnnotationRecommendedActions: `{"AcceleratedHardwareReady":"replace"}`}}})
+		v1alpha1.AnnotationRecommendedActions: `{"GPUHealAcceleratorHealthy":"replace"}`}}})
 	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, advice)); err != nil {
 		b.Fatalf("advising replace on %s: %v", node, err)
 	}

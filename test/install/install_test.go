@@ -29,7 +29,7 @@ const (
 	// The chart's names for the release above.
 	agentName      = "gpuheal-agent"
 	controllerName = "gpuheal-controller"
-	gpuCondition   = v1alpha1.ConditionAcceleratedHardwareReady
+	gpuCondition   = v1alpha1.ConditionGPUHealAcceleratorHealthy
 	unhealthyTaint = v1alpha1.TaintUnhealthy
 	healthyGPUs    = v1alpha1.LabelGPUHealthyCount
 )

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 )
@@ -26,6 +27,9 @@ type Conditions struct {
 	node   string
 	log    *slog.Logger
 	clock  clock.Clock
+	// types are the names the rules' GPU and kernel conditions are
+	// published under (PublishAs).
+	types v1alpha1.AgentConditionTypes
 
 	mu      sync.Mutex
 	desired []analyzer.ConditionStatus
@@ -67,15 +71,25 @@ type carriedCondition struct {
 
 // NewConditions returns the publisher for node; Run starts it.
 func NewConditions(c rest.Interface, node string, clk clock.Clock, log *slog.Logger) *Conditions {
-	return &Conditions{client: c, node: node, log: log, clock: clk,
+	own, _ := v1alpha1.AgentConditionTypesFor(v1alpha1.ConditionTypesGPUHeal)
+	return &Conditions{client: c, node: node, log: log, clock: clk, types: own,
 		published: map[string]analyzer.ConditionStatus{}, labelled: -1, warned: -1, wake: make(chan struct{}, 1)}
+}
+
+// PublishAs has the rules' GPU and kernel conditions written under the
+// type names t (gpuheal's own by default; the EKS names on opt-in). Call
+// it before Run.
+func (p *Conditions) PublishAs(t v1alpha1.AgentConditionTypes) {
+	p.mu.Lock()
+	p.types = t
+	p.mu.Unlock()
 }
 
 // Set records the rules' conditions, the healthy GPU count and the number
 // of active warnings the node should show, and wakes the loop.
 func (p *Conditions) Set(conds []analyzer.ConditionStatus, healthyGPUs, warnings int) {
 	p.mu.Lock()
-	p.desired = conds
+	p.desired = renamed(conds, p.types)
 	p.healthy = healthyGPUs
 	p.warnings = warnings
 	p.evaluated = true
@@ -93,6 +107,22 @@ func (p *Conditions) SetExtra(c analyzer.ConditionStatus) {
 	p.extra[c.Type] = c
 	p.mu.Unlock()
 	poke(p.wake)
+}
+
+// renamed returns conds with gpuheal's condition types as t names them;
+// a healthy condition's reason follows its type.
+func renamed(conds []analyzer.ConditionStatus, t v1alpha1.AgentConditionTypes) []analyzer.ConditionStatus {
+	out := make([]analyzer.ConditionStatus, len(conds))
+	for i, c := range conds {
+		if to := t.Publish(c.Type); to != c.Type {
+			if c.Reason == analyzer.ReadyReason(c.Type) {
+				c.Reason = analyzer.ReadyReason(to)
+			}
+			c.Type = to
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // ObserveSync has fn called with the outcome (nil on success) of every

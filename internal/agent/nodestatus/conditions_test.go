@@ -30,7 +30,7 @@ func newTestConditions(t *testing.T) (*Conditions, *kubecorefake.API, *clocktest
 }
 
 func hardware(status string, at time.Time) analyzer.ConditionStatus {
-	c := analyzer.ConditionStatus{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: status, LastTransitionTime: at}
+	c := analyzer.ConditionStatus{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: status, LastTransitionTime: at}
 	if status == analyzer.StatusFalse {
 		c.Reason, c.Message, c.Action = "NvidiaXID79Error", "GPU 3 fell off the bus", finding.ActionReplace
 	}
@@ -46,9 +46,9 @@ func mustSync(t *testing.T, p *Conditions) {
 
 func transition(t *testing.T, api *kubecorefake.API) (string, time.Time) {
 	t.Helper()
-	c, ok := api.Condition(v1alpha1.ConditionAcceleratedHardwareReady)
+	c, ok := api.Condition(v1alpha1.ConditionGPUHealAcceleratorHealthy)
 	if !ok {
-		t.Fatal("the node shows no AcceleratedHardwareReady")
+		t.Fatal("the node shows no GPUHealAcceleratorHealthy")
 	}
 	return c.Status, c.LastTransitionTime.UTC()
 }
@@ -59,7 +59,7 @@ func transition(t *testing.T, api *kubecorefake.API) (string, time.Time) {
 // problem, which carries nothing any more.
 func TestConditionsKeepTheTransitionTimeTheNodeShows(t *testing.T) {
 	p, api, clk := newTestConditions(t)
-	api.SetCondition(kubecore.NodeCondition{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: analyzer.StatusFalse,
+	api.SetCondition(kubecore.NodeCondition{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: analyzer.StatusFalse,
 		Reason: "NvidiaXID79Error", LastTransitionTime: metav1.NewTime(since)})
 
 	p.Set([]analyzer.ConditionStatus{hardware(analyzer.StatusFalse, clk.Now())}, 7, 0)
@@ -87,18 +87,18 @@ func TestConditionsKeepTheTransitionTimeTheNodeShows(t *testing.T) {
 // starts at the engine's transition time, or now without one.
 func TestConditionsStartNewConditionsAtTheirOwnTime(t *testing.T) {
 	p, api, clk := newTestConditions(t)
-	api.SetCondition(kubecore.NodeCondition{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: analyzer.StatusTrue,
+	api.SetCondition(kubecore.NodeCondition{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: analyzer.StatusTrue,
 		LastTransitionTime: metav1.NewTime(since)})
 	engineSaw := clk.Now().Add(-time.Second)
 	p.Set([]analyzer.ConditionStatus{hardware(analyzer.StatusFalse, engineSaw),
-		{Type: v1alpha1.ConditionKernelReady, Status: analyzer.StatusTrue}}, 7, 0)
+		{Type: v1alpha1.ConditionGPUHealKernelHealthy, Status: analyzer.StatusTrue}}, 7, 0)
 	mustSync(t, p)
 	if _, at := transition(t, api); !at.Equal(engineSaw) {
 		t.Errorf("status changed since the node's: transition %s, want the engine's %s", at, engineSaw)
 	}
-	k, _ := api.Condition(v1alpha1.ConditionKernelReady)
+	k, _ := api.Condition(v1alpha1.ConditionGPUHealKernelHealthy)
 	if !k.LastTransitionTime.Equal(&metav1.Time{Time: clk.Now()}) || k.Reason != v1alpha1.ReasonNoProblemDetected {
-		t.Errorf("KernelReady %+v, want NoProblemDetected since now", k)
+		t.Errorf("GPUHealKernelHealthy %+v, want NoProblemDetected since now", k)
 	}
 }
 
@@ -109,7 +109,7 @@ func TestConditionsStartNewConditionsAtTheirOwnTime(t *testing.T) {
 // written again.
 func TestConditionsAdviceLeadsAndTrailsTheCondition(t *testing.T) {
 	p, api, clk := newTestConditions(t)
-	api.SetAnnotation(v1alpha1.AnnotationRecommendedActions, `{"KernelReady":"reboot"}`) // an earlier run's
+	api.SetAnnotation(v1alpha1.AnnotationRecommendedActions, `{"GPUHealKernelHealthy":"reboot"}`) // an earlier run's
 
 	p.Set([]analyzer.ConditionStatus{hardware(analyzer.StatusTrue, clk.Now())}, 8, 0)
 	mustSync(t, p)
@@ -122,7 +122,7 @@ func TestConditionsAdviceLeadsAndTrailsTheCondition(t *testing.T) {
 	p.SetExtra(analyzer.ConditionStatus{Type: v1alpha1.ConditionGPUFailurePredicted, Status: analyzer.StatusTrue,
 		Reason: v1alpha1.ReasonGPUFailurePredicted, Message: "GPU 2 risk 0.40", Action: finding.ActionNone})
 	mustSync(t, p)
-	want := []string{"metadata " + `{"AcceleratedHardwareReady":"replace","GPUFailurePredicted":"none"}`, "status"}
+	want := []string{"metadata " + `{"GPUFailurePredicted":"none","GPUHealAcceleratorHealthy":"replace"}`, "status"}
 	if diff := cmp.Diff(want, writes(t, api.Requests()[start:])); diff != "" {
 		t.Errorf("writes when turning unhealthy (-want +got):\n%s", diff)
 	}
@@ -130,7 +130,7 @@ func TestConditionsAdviceLeadsAndTrailsTheCondition(t *testing.T) {
 	if n.Labels[v1alpha1.LabelGPUHealthyCount] != "7" || n.Annotations[v1alpha1.AnnotationActiveWarnings] != "1" {
 		t.Errorf("labels %v, annotations %v; want 7 healthy GPUs and 1 warning", n.Labels, n.Annotations)
 	}
-	c, _ := api.Condition(v1alpha1.ConditionAcceleratedHardwareReady)
+	c, _ := api.Condition(v1alpha1.ConditionGPUHealAcceleratorHealthy)
 	if !strings.HasSuffix(c.Message, "; recommended action: replace") {
 		t.Errorf("message %q does not tell people the action", c.Message)
 	}
@@ -149,7 +149,7 @@ func TestConditionsAdviceLeadsAndTrailsTheCondition(t *testing.T) {
 	p.SetExtra(analyzer.ConditionStatus{Type: v1alpha1.ConditionGPUFailurePredicted, Status: analyzer.StatusFalse,
 		Reason: v1alpha1.ReasonNoFailurePredicted})
 	mustSync(t, p)
-	want = []string{"metadata " + `{"AcceleratedHardwareReady":"replace","GPUFailurePredicted":"none"}`, "status", "metadata "}
+	want = []string{"metadata " + `{"GPUFailurePredicted":"none","GPUHealAcceleratorHealthy":"replace"}`, "status", "metadata "}
 	if diff := cmp.Diff(want, writes(t, api.Requests()[start:])); diff != "" {
 		t.Errorf("writes when turning healthy (-want +got):\n%s", diff)
 	}
@@ -172,7 +172,7 @@ func TestConditionsAreNotHeldBackByAFailingMetadataPatch(t *testing.T) {
 		t.Fatalf("condition %s after the failed metadata patch, want False", st)
 	}
 	mustSync(t, p)
-	if v, _ := api.Annotation(v1alpha1.AnnotationRecommendedActions); v != `{"AcceleratedHardwareReady":"replace"}` {
+	if v, _ := api.Annotation(v1alpha1.AnnotationRecommendedActions); v != `{"GPUHealAcceleratorHealthy":"replace"}` {
 		t.Fatalf("advice %q after the retry", v)
 	}
 }
@@ -181,14 +181,14 @@ func TestConditionsAreNotHeldBackByAFailingMetadataPatch(t *testing.T) {
 // the advice, count and warnings of the conditions the node still shows.
 func TestConditionsWriteNothingBeforeTheRulesSpeak(t *testing.T) {
 	p, api, clk := newTestConditions(t)
-	api.SetAnnotation(v1alpha1.AnnotationRecommendedActions, `{"AcceleratedHardwareReady":"replace"}`)
+	api.SetAnnotation(v1alpha1.AnnotationRecommendedActions, `{"GPUHealAcceleratorHealthy":"replace"}`)
 	p.SetExtra(analyzer.ConditionStatus{Type: v1alpha1.ConditionGPUFailurePredicted, Status: analyzer.StatusFalse,
 		Reason: v1alpha1.ReasonPredictorOff, LastTransitionTime: clk.Now()})
 	mustSync(t, p)
 	if n := len(writes(t, api.Requests())); n != 0 {
 		t.Fatalf("%d writes before the first evaluation, want none", n)
 	}
-	if v, _ := api.Annotation(v1alpha1.AnnotationRecommendedActions); v != `{"AcceleratedHardwareReady":"replace"}` {
+	if v, _ := api.Annotation(v1alpha1.AnnotationRecommendedActions); v != `{"GPUHealAcceleratorHealthy":"replace"}` {
 		t.Fatalf("advice %q, want the one the node showed", v)
 	}
 }
@@ -220,4 +220,24 @@ func writes(t *testing.T, reqs []kubecorefake.Request) []string {
 		}
 	}
 	return out
+}
+
+// TestPublishAsRenamesTypeAndReadyReason: under the EKS names a healthy
+// condition's reason follows its type, a rule's reason stays, and other
+// conditions keep their type.
+func TestPublishAsRenamesTypeAndReadyReason(t *testing.T) {
+	eks, _ := v1alpha1.AgentConditionTypesFor(v1alpha1.ConditionTypesEKS)
+	got := renamed([]analyzer.ConditionStatus{
+		{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: analyzer.StatusTrue, Reason: "GPUHealAcceleratorIsHealthy"},
+		{Type: v1alpha1.ConditionGPUHealKernelHealthy, Status: analyzer.StatusFalse, Reason: "KernelOops"},
+		{Type: v1alpha1.ConditionGPUFailurePredicted, Status: analyzer.StatusFalse, Reason: v1alpha1.ReasonNoFailurePredicted},
+	}, eks)
+	want := []analyzer.ConditionStatus{
+		{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: analyzer.StatusTrue, Reason: "AcceleratedHardwareIsReady"},
+		{Type: v1alpha1.ConditionKernelReady, Status: analyzer.StatusFalse, Reason: "KernelOops"},
+		{Type: v1alpha1.ConditionGPUFailurePredicted, Status: analyzer.StatusFalse, Reason: v1alpha1.ReasonNoFailurePredicted},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("renamed (-want +got):\n%s", diff)
+	}
 }

@@ -38,7 +38,7 @@ import (
 func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
 	o := startOwnNode(t)
 	ctx, cs, agent, cfg, nodeA, nodeB := o.ctx, o.cs, o.agent, o.cfg, o.nodeA, o.nodeB
-	cond := []analyzer.ConditionStatus{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: analyzer.StatusTrue}}
+	cond := []analyzer.ConditionStatus{{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: analyzer.StatusTrue}}
 
 	if err := PatchConditions(ctx, agent, nodeA, cond, time.Now()); err != nil {
 		t.Fatalf("patching its own node A: %v", err)
@@ -49,7 +49,7 @@ func TestAgentMayWriteOnlyItsOwnNode(t *testing.T) {
 	}
 	found := false
 	for _, c := range n.Status.Conditions {
-		found = found || (c.Type == v1alpha1.ConditionAcceleratedHardwareReady && c.Status == corev1.ConditionTrue)
+		found = found || (c.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy && c.Status == corev1.ConditionTrue)
 	}
 	if !found {
 		t.Fatalf("node A conditions after the allowed patch: %+v", n.Status.Conditions)
@@ -145,7 +145,7 @@ func startOwnNode(t *testing.T) *ownNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cond := []analyzer.ConditionStatus{{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: analyzer.StatusTrue}}
+	cond := []analyzer.ConditionStatus{{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: analyzer.StatusTrue}}
 	// The policy takes effect once the API server's policy cache has it.
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

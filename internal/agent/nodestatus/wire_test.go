@@ -29,14 +29,35 @@ const wireGolden = "../../../api/v1alpha1/testdata/agent-node.json"
 // advice, labels, warnings, risk) for a node with a GPU to replace, a
 // kernel to reboot and a predicted failure, and compares the Node.
 func TestAgentWritesTheWireGolden(t *testing.T) {
+	checkWireGolden(t, v1alpha1.ConditionTypesGPUHeal, wireGolden)
+}
+
+// TestAgentWritesTheEKSWireGolden: with --condition-types=eks the same
+// conditions are written under the EKS names, the advice keyed by them and
+// no condition under gpuheal's names (the controller side reads it in
+// internal/remediation's wire test).
+func TestAgentWritesTheEKSWireGolden(t *testing.T) {
+	checkWireGolden(t, v1alpha1.ConditionTypesEKS, wireGoldenEKS)
+}
+
+// wireGoldenEKS is the Node an agent with --condition-types=eks writes.
+const wireGoldenEKS = "../../../api/v1alpha1/testdata/agent-node-eks.json"
+
+func checkWireGolden(t *testing.T, set, golden string) {
+	t.Helper()
 	api := startFake(t, "gpu-0000")
 	since := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(since)
 	p := NewConditions(api.Client, "gpu-0000", clk, slog.New(slog.DiscardHandler))
+	types, ok := v1alpha1.AgentConditionTypesFor(set)
+	if !ok {
+		t.Fatalf("no condition type set %q", set)
+	}
+	p.PublishAs(types)
 	p.Set([]analyzer.ConditionStatus{
-		{Type: v1alpha1.ConditionAcceleratedHardwareReady, Status: analyzer.StatusFalse, Reason: "NvidiaXID79Error",
+		{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: analyzer.StatusFalse, Reason: "NvidiaXID79Error",
 			Message: "GPU 3 (0000:3b:00.0) fell off the bus", Action: finding.ActionReplace, LastTransitionTime: since},
-		{Type: v1alpha1.ConditionKernelReady, Status: analyzer.StatusFalse, Reason: "KernelOops",
+		{Type: v1alpha1.ConditionGPUHealKernelHealthy, Status: analyzer.StatusFalse, Reason: "KernelOops",
 			Message: "kernel oops in nvidia module", Action: finding.ActionReboot, LastTransitionTime: since},
 	}, 7, 3)
 	p.SetExtra(analyzer.ConditionStatus{Type: v1alpha1.ConditionGPUFailurePredicted, Status: analyzer.StatusTrue,
@@ -53,15 +74,15 @@ func TestAgentWritesTheWireGolden(t *testing.T) {
 	}
 	got = append(got, '\n')
 	if *update {
-		if err := os.WriteFile(wireGolden, got, 0o644); err != nil {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(wireGolden)
+	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatalf("%v (go test ./internal/agent/nodestatus -run WireGolden -update writes it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("the agent writes a Node other than %s (rerun with -update if the contract changed on purpose, then check the controller's side):\n%s", wireGolden, got)
+		t.Errorf("the agent writes a Node other than %s (rerun with -update if the contract changed on purpose, then check the controller's side):\n%s", golden, got)
 	}
 }

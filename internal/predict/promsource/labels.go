@@ -62,8 +62,8 @@ func Label(recs []audit.Record, slots []Slot, o LabelOptions) ([]trace.Failure, 
 		rep.Incidents++
 		cond, since, ok := parseDetected(r.Message)
 		switch {
-		// The agent's other condition: a kernel problem is not a GPU failure.
-		case cond == v1alpha1.ConditionKernelReady:
+		// The agent's other condition (either name): a kernel problem is not a GPU failure.
+		case v1alpha1.IsAgentKernelCondition(cond):
 			rep.Ignored[cond]++
 			continue
 		case slices.Contains(ignore, r.Reason):

@@ -109,6 +109,7 @@ func (b *Booter) holdNotReady(ctx context.Context, node *corev1.Node) error {
 // started meanwhile is not cut short; the next pass looks again.
 func (b *Booter) finish(ctx context.Context, node *corev1.Node) error {
 	now := b.opts.Clock.Now()
+	gpuCondition, kernelCondition := agentConditions(node)
 	conds := []corev1.NodeCondition{{Type: kernelCondition, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonKwokSimulatedBoot, Message: "simulated boot finished"}}
 	if node.Annotations[v1alpha1.AnnotationKwokFaultPersists] == "true" {
 		// Keep whatever the agent said if the GPU was already failing.

@@ -24,12 +24,22 @@ import (
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
-// The agent's condition types, typed for Node conditions: a finished boot
-// sets them the way the agent would on a healthy machine.
+// The agent's condition types by default, typed for Node conditions: a
+// finished boot sets them the way the agent would on a healthy machine.
 const (
-	gpuCondition    = corev1.NodeConditionType(v1alpha1.ConditionAcceleratedHardwareReady)
-	kernelCondition = corev1.NodeConditionType(v1alpha1.ConditionKernelReady)
+	gpuCondition    = corev1.NodeConditionType(v1alpha1.ConditionGPUHealAcceleratorHealthy)
+	kernelCondition = corev1.NodeConditionType(v1alpha1.ConditionGPUHealKernelHealthy)
 )
+
+// agentConditions are the GPU and kernel condition types node's agent
+// publishes: the EKS names when the node shows the EKS GPU condition
+// (an agent with --condition-types=eks), else gpuheal's own.
+func agentConditions(node *corev1.Node) (gpu, kernel corev1.NodeConditionType) {
+	if condition(node, corev1.NodeConditionType(v1alpha1.ConditionAcceleratedHardwareReady)) != nil {
+		return v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady
+	}
+	return gpuCondition, kernelCondition
+}
 
 const (
 	defaultBootDelay    = 90 * time.Second
