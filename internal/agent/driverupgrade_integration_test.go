@@ -77,7 +77,7 @@ func TestAgentReleasesTheDriverDuringAnUpgrade(t *testing.T) {
 			return "", err
 		}
 		for _, c := range n.Status.Conditions {
-			if string(c.Type) == v1alpha1.ConditionAcceleratedHardwareReady {
+			if string(c.Type) == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 				return string(c.Status), nil
 			}
 		}

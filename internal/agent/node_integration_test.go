@@ -122,13 +122,13 @@ func TestFewerGPUsThanTheInstanceTypeIsUnhealthy(t *testing.T) {
 			return false, err
 		}
 		for _, c := range n.Status.Conditions {
-			if c.Type == v1alpha1.ConditionAcceleratedHardwareReady {
+			if c.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 				if c.Status == corev1.ConditionFalse && c.Reason == "NvidiaGPUMissing" {
 					return true, nil
 				}
 				return false, fmt.Errorf("condition %s (%s: %s)", c.Status, c.Reason, c.Message)
 			}
 		}
-		return false, fmt.Errorf("no %s condition yet", v1alpha1.ConditionAcceleratedHardwareReady)
+		return false, fmt.Errorf("no %s condition yet", v1alpha1.ConditionGPUHealAcceleratorHealthy)
 	})
 }

@@ -49,14 +49,14 @@ func TestNVMLOnlyXid79MakesTheNodeUnhealthy(t *testing.T) {
 		t.Fatalf("findings %+v, want one fatal Xid 79 (reboot) on %s", fs, xidBus)
 	}
 	r := engine.Evaluate(snap, fs)
-	c := conditionOf(t, r, v1alpha1.ConditionAcceleratedHardwareReady)
+	c := conditionOf(t, r, v1alpha1.ConditionGPUHealAcceleratorHealthy)
 	if c.Status != analyzer.StatusFalse || c.Reason != "NvidiaXID79Error" {
 		t.Fatalf("condition %+v, want False NvidiaXID79Error", c)
 	}
 	// Latched: the next snapshot, without the event, keeps it False.
 	clk.Step(time.Minute)
 	r = engine.Evaluate(nvmlSnapshot(clk.Now()), m.fromSnapshot(nvmlSnapshot(clk.Now())))
-	if c := conditionOf(t, r, v1alpha1.ConditionAcceleratedHardwareReady); c.Status != analyzer.StatusFalse {
+	if c := conditionOf(t, r, v1alpha1.ConditionGPUHealAcceleratorHealthy); c.Status != analyzer.StatusFalse {
 		t.Fatalf("a minute later the condition is %+v, want still False", c)
 	}
 }

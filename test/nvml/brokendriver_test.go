@@ -57,7 +57,7 @@ func TestBrokenDriverIsAConditionNotACrash(t *testing.T) {
   reason: NvidiaDriverUnavailable
   message: "the GPUs cannot be read: NVML or the NVIDIA driver is unavailable"
   action: reboot
-`, brokenDriverFor, v1alpha1.ConditionAcceleratedHardwareReady), 0o644); err != nil {
+`, brokenDriverFor, v1alpha1.ConditionGPUHealAcceleratorHealthy), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	driverRoot := t.TempDir() // no library yet
@@ -75,14 +75,14 @@ func TestBrokenDriverIsAConditionNotACrash(t *testing.T) {
 				return false, err
 			}
 			for _, c := range n.Status.Conditions {
-				if c.Type == v1alpha1.ConditionAcceleratedHardwareReady {
+				if c.Type == v1alpha1.ConditionGPUHealAcceleratorHealthy {
 					if c.Status == want && (reason == "" || c.Reason == reason) {
 						return true, nil
 					}
 					return false, fmt.Errorf("condition %s=%s (%s: %s)\nagent stderr:\n%s", c.Type, c.Status, c.Reason, c.Message, agent.stderr)
 				}
 			}
-			return false, fmt.Errorf("no %s condition yet\nagent stderr:\n%s", v1alpha1.ConditionAcceleratedHardwareReady, agent.stderr)
+			return false, fmt.Errorf("no %s condition yet\nagent stderr:\n%s", v1alpha1.ConditionGPUHealAcceleratorHealthy, agent.stderr)
 		}
 	}
 	// The rule's duration, a few collections and the publisher's write.
