@@ -88,7 +88,7 @@ test-install: deps ## the chart on a real kubelet with locally built images (nee
 # builds and kubelet load the machine.
 .PHONY: test
 test: fmt-check vet deps ## all tests: gofmt, vet, unit (-race) beside integration, then install
-	$(MAKE) -j2 --output-sync=line test-race test-integration
+	$(MAKE) -j2 test-race test-integration
 	$(MAKE) test-install
 
 .PHONY: bench

@@ -137,8 +137,8 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 		Spec: gpuhealv1.RemediationPolicySpec{
 			NodeSelector: metav1.LabelSelector{MatchLabels: map[string]string{gpuhealv1.LabelNvidiaGPUPresent: "true"}},
 			UnhealthyConditions: []gpuhealv1.UnhealthyCondition{
-				{Type: gpuhealv1.ConditionAcceleratedHardwareReady, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
-				{Type: gpuhealv1.ConditionKernelReady, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
+				{Type: gpuhealv1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
+				{Type: gpuhealv1.ConditionGPUHealKernelHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
 			},
 			MaxUnhealthy: &twenty,
 			MaxParallel:  &parallel,
