@@ -85,8 +85,11 @@ func (s *Source) Snapshot(ctx context.Context) (*gpu.NodeSnapshot, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer func() { <-s.busy }()
 		out, err := s.run(ctx, s.path, "-q", "-x")
+		// The run has exited: free the slot before handing over the result,
+		// so a Snapshot called right after this one returns never finds it
+		// taken.
+		<-s.busy
 		done <- result{out, err}
 	}()
 	// Waiting on ctx as well as on the runner keeps the timeout even when

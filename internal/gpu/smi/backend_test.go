@@ -98,6 +98,18 @@ func TestSourceParentCanceled(t *testing.T) {
 	}
 }
 
+// A run that has returned is never taken for one still running: a
+// Snapshot right after another always runs.
+func TestBackToBackSnapshotsRun(t *testing.T) {
+	out := readFixture(t, "tesla-t4.xml")
+	src := New(Options{Run: func(context.Context, string, ...string) ([]byte, error) { return out, nil }, Timeout: time.Minute})
+	for i := range 500 {
+		if _, err := src.Snapshot(context.Background()); err != nil {
+			t.Fatalf("snapshot %d: %v", i, err)
+		}
+	}
+}
+
 // A process stuck in the driver ignores its kill. Snapshot must still
 // return at the deadline, refuse to stack a second run on the first, and
 // run again once the first has exited.
