@@ -5,7 +5,6 @@ package remediation
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -16,12 +15,7 @@ import (
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", testproc.FreePort(t))
 }
 
 // TestLeaderFailover runs two controller replicas against the real API

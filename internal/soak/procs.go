@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -92,7 +91,7 @@ func (r *run) auditDB() string     { return filepath.Join(r.workDir, "audit.db")
 
 func (r *run) startProcesses(_ context.Context) error {
 	var err error
-	if r.fleetAddr, err = freeAddr(); err != nil {
+	if r.fleetAddr, err = procs.FreeLoopbackAddr(); err != nil {
 		return err
 	}
 	if err := r.startFleet(); err != nil {
@@ -102,7 +101,7 @@ func (r *run) startProcesses(_ context.Context) error {
 		return nil
 	}
 	for i := range r.controllers {
-		if r.controllerAddr[i], err = freeAddr(); err != nil {
+		if r.controllerAddr[i], err = procs.FreeLoopbackAddr(); err != nil {
 			return err
 		}
 		if err := r.startController(i); err != nil {
@@ -182,13 +181,4 @@ func (r *run) healAll(_ context.Context) error {
 // the SIGXFSZ that comes with it).
 func setFileSizeLimit(pid int, limit uint64) error {
 	return unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: limit, Max: unix.RLIM_INFINITY}, nil)
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String(), nil
 }

@@ -10,22 +10,34 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
+
+	"github.com/gpuheal/gpuheal/internal/procs"
 )
 
 // InCI reports whether we run under CI (CI=true), where a missing tool or
 // control plane is a failure rather than a skip.
 func InCI() bool { return os.Getenv("CI") == "true" }
 
-// FreePort asks the kernel for a loopback port that is free right now.
+// FreePort returns a loopback port that is free right now, for a process
+// the test starts later (procs.FreeLoopbackAddr says why it is not one the
+// kernel picks).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := procs.FreeLoopbackAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // RequireTool finds a Debian-packaged tool; CI must have it (the Makefile
