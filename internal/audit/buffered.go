@@ -280,10 +280,12 @@ func (b *Buffered) writeBatch(ctx context.Context) error {
 		b.queue = nil
 	}
 	b.m.buffered.Set(float64(len(b.queue)))
+	// Count before telling waiters: a Flush that returns sees the metrics
+	// of what it waited for.
+	b.m.written.Add(float64(n))
 	close(b.changed)
 	b.changed = make(chan struct{})
 	b.mu.Unlock()
-	b.m.written.Add(float64(n))
 	return nil
 }
 
