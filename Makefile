@@ -81,15 +81,12 @@ test-integration: deps ## tests against the real parts (API server + kwok, Prome
 test-install: deps ## the chart on a real kubelet with locally built images (needs root)
 	$(GO) test -tags integration -count=1 -timeout 20m ./test/install/
 
-# The race-detector unit tests are pure CPU; the integration scenarios spend
-# much of their time waiting on real time (kwok's stages, the policies'
-# durations), so the two run side by side and the unit tests fill the cores
-# the scenarios leave idle. The install test runs last and alone: its image
-# builds and kubelet load the machine.
+# The install test runs last and alone: its image builds and kubelet load
+# the machine, and the other suites' waits are on real time. (Running the
+# race-detector unit tests beside the integration tests saved nothing
+# measurable: docs/benchmarks.md, "test suite wall time, third sitting".)
 .PHONY: test
-test: fmt-check vet deps ## all tests: gofmt, vet, unit (-race) beside integration, then install
-	$(MAKE) -j2 test-race test-integration
-	$(MAKE) test-install
+test: fmt-check test-race vet test-integration test-install ## all tests: gofmt, vet, unit (-race), integration, install
 
 .PHONY: bench
 bench: deps ## benchmarks (numbers go to docs/benchmarks.md); BENCH_AGENT_SECONDS=300
