@@ -83,8 +83,8 @@ test-install: deps ## the chart on a real kubelet with locally built images (nee
 
 # The install test runs last and alone: its image builds and kubelet load
 # the machine, and the other suites' waits are on real time. (Running the
-# race-detector unit tests beside the integration tests saved nothing
-# measurable: docs/benchmarks.md, "test suite wall time, third sitting".)
+# race-detector unit tests beside the integration tests was slower:
+# docs/benchmarks.md, "test suite wall time, third sitting".)
 .PHONY: test
 test: fmt-check test-race vet test-integration test-install ## all tests: gofmt, vet, unit (-race), integration, install
 
