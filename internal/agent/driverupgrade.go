@@ -6,12 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"k8s.io/client-go/rest"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
-	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu"
 )
@@ -104,39 +100,6 @@ func (g *driverGate) dropWhilePaused(next func(finding.Finding)) func(finding.Fi
 	return func(f finding.Finding) {
 		if !g.paused() {
 			next(f)
-		}
-	}
-}
-
-// watchDriverUpgrade reads the node's upgrade state every fast while the
-// node has the label (the GPU Operator manages its driver), every slow
-// while it has none. Reads come from the API server's watch cache
-// (resourceVersion=0), so a fleet's agents cost it little. A failed read
-// keeps the last state.
-func watchDriverUpgrade(ctx context.Context, kube rest.Interface, node string, g *driverGate, fast, slow time.Duration, log *slog.Logger) {
-	for {
-		wait := slow
-		var n kubecore.Node
-		err := kubecore.Get(ctx, kube.Get().Resource("nodes").Name(node).Param("resourceVersion", "0"), &n)
-		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				log.Warn("reading the node's driver upgrade state", "node", node, "err", err)
-			}
-			wait = fast
-		default:
-			state, ok := n.Labels[v1alpha1.LabelNvidiaDriverUpgradeState]
-			if ok {
-				wait = fast
-			}
-			g.setState(state)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
 		}
 	}
 }

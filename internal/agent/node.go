@@ -8,28 +8,52 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 )
 
-// watchExpectedGPUs reads the node's expected GPU count (expectedFromNode)
-// now and then, so a GPU that vanished from the driver shows as "found <
-// expected". It runs only without --expected-gpus: a count the operator
-// gave wins over what the cluster says.
-func watchExpectedGPUs(ctx context.Context, cs rest.Interface, node string, expected *atomic.Int64, log *slog.Logger) {
-	tick := time.NewTicker(time.Minute)
-	defer tick.Stop()
+// watchOwnNode reads the agent's own Node, from the API server's watch
+// cache (resourceVersion=0) so that a fleet's agents cost it little, and
+// hands on what the agent follows of it: the expected GPU count
+// (expectedFromNode; nil expected when --expected-gpus gave it, since a
+// count the operator gave wins over what the cluster says), so that a GPU
+// that vanished from the driver shows as "found < expected", and the GPU
+// Operator's driver-upgrade state (nil gate: no backend to release). It
+// reads every slow, and every fast while an upgrade label is on the node
+// or after a failed read, which keeps the last values.
+func watchOwnNode(ctx context.Context, kube rest.Interface, node string, expected *atomic.Int64, gate *driverGate, fast, slow time.Duration, log *slog.Logger) {
 	for {
-		n, err := readExpectedGPUs(ctx, cs, node)
-		switch {
-		case err != nil:
-			log.Warn("reading expected GPU count", "node", node, "err", err)
-		case n > 0:
-			expected.Store(int64(n))
+		wait := slow
+		var n kubecore.Node
+		err := kubecore.Get(ctx, kube.Get().Resource("nodes").Name(node).Param("resourceVersion", "0"), &n)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("reading the agent's own node", "node", node, "err", err)
+			}
+			wait = fast
+		} else {
+			if expected != nil {
+				switch count, _, err := expectedFromNode(&n); {
+				case err != nil:
+					log.Warn("reading expected GPU count", "node", node, "err", err)
+				case count > 0:
+					expected.Store(int64(count))
+				}
+			}
+			if gate != nil {
+				state, ok := n.Labels[v1alpha1.LabelNvidiaDriverUpgradeState]
+				if ok {
+					wait = fast
+				}
+				gate.setState(state)
+			}
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-tick.C:
+		case <-t.C:
 		}
 	}
 }

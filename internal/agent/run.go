@@ -77,10 +77,6 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		return printSnapshot(out, snap, o.Output)
 	}
 
-	if kube != nil && o.ExpectedGPUs == 0 {
-		go watchExpectedGPUs(ctx, kube, o.NodeName, &expected, log)
-	}
-
 	health, err := startHealth(ctx, o, exp, kube, clk, log)
 	if err != nil {
 		return err
@@ -133,7 +129,13 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 
 	if gate != nil {
 		onFinding = gate.dropWhilePaused(onFinding)
-		go watchDriverUpgrade(ctx, kube, o.NodeName, gate, o.Interval, time.Minute, log)
+	}
+	if kube != nil {
+		var follow *atomic.Int64
+		if o.ExpectedGPUs == 0 {
+			follow = &expected
+		}
+		go watchOwnNode(ctx, kube, o.NodeName, follow, gate, o.Interval, time.Minute, log)
 	}
 
 	if o.KmsgPath != "" {

@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	authv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -79,4 +82,25 @@ func CheckAccess(ctx context.Context, c client.Client, who string, want []Access
 			Err: fmt.Errorf("%s: the controller's service account may not %s", who, strings.Join(denied, ", "))}
 	}
 	return "allowed: " + strings.Join(allowed, ", "), nil
+}
+
+// CheckAccessAndList is the preflight of a provider that acts through
+// another project's objects (Karpenter's NodeClaims, Cluster API's
+// Machines): CheckAccess for want, then one List of gvk, limited to one
+// object, to prove the API server serves it at all; project names what
+// would ("Karpenter v1").
+func CheckAccessAndList(ctx context.Context, c client.Client, who string, want []Access, gvk schema.GroupVersionKind, project string) (string, error) {
+	msg, err := CheckAccess(ctx, c, who, want)
+	if err != nil {
+		return "", err
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := c.List(ctx, list, client.Limit(1)); err != nil {
+		if meta.IsNoMatchError(err) {
+			return "", fmt.Errorf("%s: the API server serves no %s (is %s installed?): %w", who, gvk, project, err)
+		}
+		return "", fmt.Errorf("%s: listing %ss: %w", who, gvk.Kind, err)
+	}
+	return msg, nil
 }

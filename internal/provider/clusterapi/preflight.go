@@ -2,12 +2,8 @@ package clusterapi
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
@@ -29,17 +25,5 @@ var needs = []provider.Access{
 // replace needs (SelfSubjectAccessReview), then lists one Machine to prove
 // that Cluster API's Machines exist at all.
 func (p *Provider) Preflight(ctx context.Context, _ []*corev1.Node) (string, error) {
-	msg, err := provider.CheckAccess(ctx, p.client, "provider clusterapi", needs)
-	if err != nil {
-		return "", err
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(MachineGVK.GroupVersion().WithKind(MachineGVK.Kind + "List"))
-	if err := p.client.List(ctx, list, client.Limit(1)); err != nil {
-		if meta.IsNoMatchError(err) {
-			return "", fmt.Errorf("provider clusterapi: the API server serves no %s (is Cluster API %s installed?): %w", MachineGVK, MachineGVK.Version, err)
-		}
-		return "", fmt.Errorf("provider clusterapi: listing Machines: %w", err)
-	}
-	return msg, nil
+	return provider.CheckAccessAndList(ctx, p.client, "provider clusterapi", needs, MachineGVK, "Cluster API "+MachineGVK.Version)
 }

@@ -2,12 +2,8 @@ package karpenter
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
@@ -25,17 +21,5 @@ var needs = []provider.Access{
 // replace needs (SelfSubjectAccessReview), then lists one NodeClaim to
 // prove that Karpenter v1's NodeClaims exist at all.
 func (p *Provider) Preflight(ctx context.Context, _ []*corev1.Node) (string, error) {
-	msg, err := provider.CheckAccess(ctx, p.client, "provider karpenter", needs)
-	if err != nil {
-		return "", err
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(NodeClaimGVK.GroupVersion().WithKind(NodeClaimGVK.Kind + "List"))
-	if err := p.client.List(ctx, list, client.Limit(1)); err != nil {
-		if meta.IsNoMatchError(err) {
-			return "", fmt.Errorf("provider karpenter: the API server serves no %s (is Karpenter v1 installed?): %w", NodeClaimGVK, err)
-		}
-		return "", fmt.Errorf("provider karpenter: listing NodeClaims: %w", err)
-	}
-	return msg, nil
+	return provider.CheckAccessAndList(ctx, p.client, "provider karpenter", needs, NodeClaimGVK, "Karpenter v1")
 }
