@@ -100,9 +100,12 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 			err = errNoSnapshot
 		}
 		ready.observe(readyGPU, err)
+		// The snapshot first: an evaluation woken by the findings must
+		// see the GPUs they name (on the first snapshot there was none,
+		// and the NVML Xids were judged against no GPU and lost).
+		health.setSnapshot(s)
 		// Not to the predictor: it reads NVML's Xids from the snapshot.
 		xids.nvmlFindings(s, health.addFinding)
-		health.setSnapshot(s)
 	}
 	if health.conditions != nil {
 		health.conditions.ObserveSync(func(err error) { ready.observe(readyAPI, err) })
