@@ -5,11 +5,12 @@ import (
 )
 
 // Phase is where an incident stands.
-// +kubebuilder:validation:Enum=Pending;Cordoned;Draining;Drained;Rebooting;Replacing;Verifying;Succeeded;Failed;Cancelled
+// +kubebuilder:validation:Enum=Pending;Cordoned;Draining;Drained;Rebooting;Replacing;Verifying;Validating;Succeeded;Failed;Cancelled
 type Phase string
 
 // Phases of a NodeRemediation. Pending → Cordoned → Draining → Drained →
-// Rebooting | Replacing → Verifying → Succeeded | Failed | Cancelled.
+// Rebooting | Replacing → Verifying → Validating (when the policy has a
+// health gate) → Succeeded | Failed | Cancelled.
 const (
 	PhasePending   Phase = "Pending"
 	PhaseCordoned  Phase = "Cordoned"
@@ -18,9 +19,12 @@ const (
 	PhaseRebooting Phase = "Rebooting"
 	PhaseReplacing Phase = "Replacing"
 	PhaseVerifying Phase = "Verifying"
-	PhaseSucceeded Phase = "Succeeded"
-	PhaseFailed    Phase = "Failed"
-	PhaseCancelled Phase = "Cancelled"
+	// PhaseValidating: the node (or its replacement) is Ready and healthy
+	// and runs the policy's checks, still cordoned and tainted.
+	PhaseValidating Phase = "Validating"
+	PhaseSucceeded  Phase = "Succeeded"
+	PhaseFailed     Phase = "Failed"
+	PhaseCancelled  Phase = "Cancelled"
 )
 
 // Terminal reports whether the incident is over.
@@ -146,6 +150,12 @@ type NodeRemediationStatus struct {
 	// Replacement is the node that replaced this one, when known.
 	// +optional
 	Replacement string `json:"replacement,omitempty"`
+	// Validation holds the results of the health gate's checks, every
+	// attempt's, oldest first.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Validation []CheckResult `json:"validation,omitempty"`
 	// Conditions: Admitted, DryRun, DrainBlocked.
 	// +listType=map
 	// +listMapKey=type

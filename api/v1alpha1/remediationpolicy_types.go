@@ -220,6 +220,12 @@ type RemediationPolicySpec struct {
 	// Paused: incidents are recorded but none starts.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+	// Validation is the health gate: the checks a node must pass after a
+	// reboot or a replacement (and, when asked, when it joins or while it
+	// idles) before it is uncordoned. Unset: no gate, a node is back once
+	// its conditions are healthy for the recovery hold.
+	// +optional
+	Validation *ValidationSpec `json:"validation,omitempty"`
 }
 
 // RemediationPolicyStatus is what the controller last saw.

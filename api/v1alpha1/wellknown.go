@@ -106,6 +106,43 @@ const (
 // TaintUnhealthy (controller) keeps new work off a node in remediation.
 const TaintUnhealthy = "gpuheal.io/unhealthy"
 
+// The health gate (RemediationPolicy spec.validation).
+const (
+	// TaintValidating (NoSchedule) keeps work off a node that has not yet
+	// passed its policy's checks: a joining node gets it from the agent's
+	// first write (--join-gate) or a startup taint of its node group, and
+	// only the controller takes it away, on a pass.
+	TaintValidating = "gpuheal.io/validating"
+	// AnnotationValidatedAt (controller) is when the node last passed its
+	// policy's checks (RFC 3339); the agent never taints a node that has it.
+	AnnotationValidatedAt = "gpuheal.io/validated-at"
+	// AnnotationAgentChecks (agent) is the agent's report of its checks,
+	// JSON of AgentChecks.
+	AnnotationAgentChecks = "gpuheal.io/agent-checks"
+	// LabelCheck is on a check's Job and Pod: the check's name.
+	LabelCheck = "gpuheal.io/check"
+	// LabelCheckKind is on a check's Job and Pod: its CheckKind.
+	LabelCheckKind = "gpuheal.io/check-kind"
+	// LabelCheckNode is on a check's Job and Pod: the node it tests.
+	LabelCheckNode = "gpuheal.io/check-node"
+	// LabelCheckPurpose is on a check's Job and Pod: repair (an incident's
+	// Validating phase), join or idle.
+	LabelCheckPurpose = "gpuheal.io/check-purpose"
+	// AnnotationCheckIncident is on a check's Job: the NodeRemediation it
+	// belongs to, for purpose repair.
+	AnnotationCheckIncident = "gpuheal.io/check-incident"
+	// PriorityClassIdleCheck (chart) is the lowest priority, preempting
+	// nothing: idle checks give way to any workload.
+	PriorityClassIdleCheck = "gpuheal-idle-check"
+)
+
+// Purposes of a check (LabelCheckPurpose).
+const (
+	CheckPurposeRepair = "repair"
+	CheckPurposeJoin   = "join"
+	CheckPurposeIdle   = "idle"
+)
+
 // Node condition types the agent owns. True means healthy for the first
 // two, which are the names EKS node auto repair and Karpenter act on: the
 // agent publishes them only with --condition-types=eks (its own names are
@@ -198,6 +235,11 @@ const (
 	ReasonRebootDidNotHeal  = "RebootDidNotHeal"
 	ReasonVerifying         = "Verifying"
 	ReasonNodeGone          = "NodeGone"
+	// ReasonValidating: the node is healthy again and runs the health
+	// gate's checks; ReasonValidationFailed: a check failed or could not
+	// say, and the incident escalates (or fails when nothing is left).
+	ReasonValidating       = "Validating"
+	ReasonValidationFailed = "ValidationFailed"
 	// Phase reasons: how an incident ended.
 	ReasonRecovered      = "Recovered"
 	ReasonReplaced       = "Replaced"

@@ -3,7 +3,9 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -28,6 +30,9 @@ func (e *Env) ClientAs(ctx context.Context, user string, rules []rbacv1.PolicyRu
 	if err := e.Client.Create(ctx, binding); err != nil {
 		return nil, fmt.Errorf("creating ClusterRoleBinding %s: %w", name, err)
 	}
+	if err := e.awaitGrant(ctx, user, rules); err != nil {
+		return nil, err
+	}
 	cfg := rest.CopyConfig(e.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
 	c, err := client.New(cfg, client.Options{Scheme: e.Client.Scheme(), Mapper: e.Client.RESTMapper()})
@@ -35,4 +40,45 @@ func (e *Env) ClientAs(ctx context.Context, user string, rules []rbacv1.PolicyRu
 		return nil, fmt.Errorf("client for user %s: %w", user, err)
 	}
 	return c, nil
+}
+
+// awaitGrant polls until the API server's authorizer allows user every verb
+// of rules: its RBAC rules come from an informer cache, so a binding just
+// created may not be in force yet, and a test that checks rights at once
+// would see the grant missing now and then.
+func (e *Env) awaitGrant(ctx context.Context, user string, rules []rbacv1.PolicyRule) error {
+	for _, rule := range rules {
+		for _, group := range rule.APIGroups {
+			for _, resource := range rule.Resources {
+				for _, verb := range rule.Verbs {
+					attrs := authorizationv1.ResourceAttributes{Group: group, Resource: resource, Verb: verb}
+					if err := e.awaitAllowed(ctx, user, attrs); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Env) awaitAllowed(ctx context.Context, user string, attrs authorizationv1.ResourceAttributes) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:authenticated"}, ResourceAttributes: &attrs,
+		}}
+		if err := e.Client.Create(ctx, review); err != nil {
+			return fmt.Errorf("asking whether %s may %s %s: %w", user, attrs.Verb, attrs.Resource, err)
+		}
+		if review.Status.Allowed {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the grant of %s %s to %s never came into force: %w", attrs.Verb, attrs.Resource, user, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
