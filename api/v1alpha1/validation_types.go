@@ -54,6 +54,7 @@ type BandwidthFloor struct {
 type ValidationCheck struct {
 	// Name of the check, unique in the policy; part of its Job's name.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]{0,18}[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=20
 	Name string `json:"name"`
 	// Kind is what runs: Agent, DCGM, NCCL or NVBandwidth.
 	Kind CheckKind `json:"kind"`
