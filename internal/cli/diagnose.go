@@ -23,29 +23,44 @@ type diagnoseOptions struct {
 	out       *printer
 	xidConfig string
 	color     string
+	checks    checkFlags
 }
 
 func newDiagnoseCommand(in io.Reader, out io.Writer) *cobra.Command {
 	o := &diagnoseOptions{}
 	cmd := &cobra.Command{
-		Use:   "diagnose [--kmsg FILE|-] [--smi-xml FILE] [-o table|wide|json|yaml]",
-		Short: "Triage a saved kernel log and/or an nvidia-smi -q -x dump, offline",
+		Use:   "diagnose [--kmsg FILE|-] [--smi-xml FILE] | [--dcgm-diag FILE] [--nccl FILE] [--nvbandwidth FILE] [-o table|wide|json|yaml]",
+		Short: "Triage a saved kernel log, nvidia-smi -q -x dump or health-gate check output, offline",
 		Long: `Reads a kernel log (raw /dev/kmsg records, dmesg, dmesg -T, dmesg --time-format iso,
 dmesg --decode, syslog or journal text; "-" for stdin) and/or an nvidia-smi -q -x
 dump, and reports what is wrong with the node's GPUs, worst first: a table
 (-o wide is the same table), or the report as JSON or YAML.
 
-Exit status: 0 nothing above info, 1 warnings, 2 fatal findings, 4 unreadable input.`,
+Or judges saved outputs of the health gate's checks as the controller would:
+--dcgm-diag (dcgmi diag -r N, JSON from -j or the text table; --dcgm-level N
+names the level), --nccl (nccl-tests, rank prefixes allowed) and --nvbandwidth,
+both against --min-gbps.
+
+Exit status: 0 nothing above info (every check passed), 1 warnings, 2 fatal
+findings (a check failed), 4 unreadable input (a check output says nothing).`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
+			if o.checks.any() {
+				return runDiagnoseChecks(out, o)
+			}
 			if o.kmsgPath == "" && o.smiPath == "" {
-				return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("nothing to diagnose: give --kmsg FILE|- and/or --smi-xml FILE")}
+				return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("nothing to diagnose: give --kmsg FILE|- and/or --smi-xml FILE, or --dcgm-diag, --nccl or --nvbandwidth FILE")}
 			}
 			return runDiagnose(in, out, o)
 		},
 	}
 	cmd.Flags().StringVar(&o.kmsgPath, "kmsg", "", "kernel log file, or - for stdin")
 	cmd.Flags().StringVar(&o.smiPath, "smi-xml", "", "nvidia-smi -q -x output file")
+	cmd.Flags().StringVar(&o.checks.dcgmPath, "dcgm-diag", "", "saved dcgmi diag output (JSON from -j, or the text table)")
+	cmd.Flags().IntVar(&o.checks.dcgmLevel, "dcgm-level", 0, "the -r level the DCGM output was run at (shown as its floor)")
+	cmd.Flags().StringVar(&o.checks.ncclPath, "nccl", "", "saved nccl-tests output (all_reduce_perf and friends)")
+	cmd.Flags().StringVar(&o.checks.nvbPath, "nvbandwidth", "", "saved nvbandwidth output")
+	cmd.Flags().Float64Var(&o.checks.minGBps, "min-gbps", 0, "floor in GB/s: --nccl's Avg bus bandwidth, --nvbandwidth's smallest device-to-device figure")
 	o.out = addPrinter(cmd)
 	cmd.Flags().StringVar(&o.xidConfig, "xid-config", "", "YAML of Xid catalog overrides (severity, action, count, window per code)")
 	cmd.Flags().StringVar(&o.color, "color", "auto", "color the table: auto (on a terminal), always or never")
