@@ -222,8 +222,9 @@ type RemediationPolicySpec struct {
 	Paused bool `json:"paused,omitempty"`
 	// Validation is the health gate: the checks a node must pass after a
 	// reboot or a replacement (and, when asked, when it joins or while it
-	// idles) before it is uncordoned. Unset: no gate, a node is back once
-	// its conditions are healthy for the recovery hold.
+	// idles) before it is uncordoned. The controller does not enforce it
+	// yet (docs/health-gate.md): a node is back once its conditions are
+	// healthy for the recovery hold, as without it.
 	// +optional
 	Validation *ValidationSpec `json:"validation,omitempty"`
 }
