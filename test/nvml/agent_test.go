@@ -92,6 +92,9 @@ type onceResult struct {
 
 func runOnce(t *testing.T, lib, mode string, how discovery, args ...string) onceResult {
 	t.Helper()
+	// Build before the clock starts: under a loaded CI machine the first
+	// build alone can take longer than the agent is given.
+	agentBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := agentCommand(ctx, t, lib, mode, how, append([]string{"--once", "-o", "json"}, args...)...)
