@@ -19,7 +19,22 @@ import (
 // Node is the part of a core/v1 Node the agent reads.
 type Node struct {
 	metav1.ObjectMeta `json:"metadata"`
+	Spec              NodeSpec   `json:"spec,omitzero"`
 	Status            NodeStatus `json:"status"`
+}
+
+// NodeSpec holds the Node's taints, the one spec field the agent writes
+// (the health gate's join taint, added once).
+type NodeSpec struct {
+	Taints []Taint `json:"taints,omitempty"`
+}
+
+// Taint is core/v1 Taint.
+type Taint struct {
+	Key       string       `json:"key"`
+	Value     string       `json:"value,omitempty"`
+	Effect    string       `json:"effect"`
+	TimeAdded *metav1.Time `json:"timeAdded,omitempty"`
 }
 
 // NodeStatus holds the Node's conditions and capacity.

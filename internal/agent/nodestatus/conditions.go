@@ -62,6 +62,17 @@ type Conditions struct {
 	// look new, or a repair controller would count it as a second incident.
 	carried map[string]carriedCondition
 	seen    bool
+
+	// checks is the agent's checks report to publish (nil: none yet, or
+	// the report is off), written with the metadata when it judges
+	// otherwise than shownChecks or shownAt is checksEvery old.
+	checks      *v1alpha1.AgentChecks
+	shownChecks *v1alpha1.AgentChecks
+	shownAt     time.Time
+	checksEvery time.Duration
+	// joinGate: taint a never-validated Node before the first metadata
+	// write (TaintNeverValidated); joined says that is done.
+	joinGate, joined bool
 }
 
 type carriedCondition struct {
@@ -179,7 +190,10 @@ func (p *Conditions) sync(ctx context.Context) error {
 	p.mu.Unlock()
 
 	advice := recommendedActions(wanted)
-	metaErr := p.patchMetadata(ctx, healthy, warnings, mergeAdvice(recommendedActions(shown), advice))
+	metaErr := p.joinTaint(ctx)
+	if err := p.patchMetadata(ctx, healthy, warnings, mergeAdvice(recommendedActions(shown), advice)); metaErr == nil {
+		metaErr = err
+	}
 	if len(changed) > 0 {
 		if err := p.readCarried(ctx); err != nil {
 			return err

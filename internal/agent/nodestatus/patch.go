@@ -68,9 +68,10 @@ func reasonOrDefault(s analyzer.ConditionStatus) string {
 	return v1alpha1.ReasonProblemDetected
 }
 
-// patchMetadata writes the gpu-healthy-count label and the active-warnings
-// and recommended-actions annotations in one merge patch, when any of them
-// differs from what the node shows.
+// patchMetadata writes the gpu-healthy-count label and the active-warnings,
+// recommended-actions and agent-checks annotations in one merge patch,
+// when any of them differs from what the node shows (the checks report
+// also when it is due again, checksDue).
 func (p *Conditions) patchMetadata(ctx context.Context, healthy, warnings int, advice map[string]string) error {
 	advised := ""
 	if len(advice) > 0 {
@@ -80,28 +81,48 @@ func (p *Conditions) patchMetadata(ctx context.Context, healthy, warnings int, a
 		}
 		advised = string(b)
 	}
+	now := p.clock.Now()
 	p.mu.Lock()
-	same := healthy == p.labelled && warnings == p.warned && p.advisedKnown && advised == p.advised
+	checks := p.checksDue(now)
+	same := healthy == p.labelled && warnings == p.warned && p.advisedKnown && advised == p.advised && checks == nil
 	p.mu.Unlock()
 	if same {
 		return nil
 	}
 	// The controller's health score counts the warnings, its remediation
-	// takes the advice; schedulers read the healthy GPU count.
-	adviceValue := "null" // removes the annotation
+	// takes the advice and its health gate the checks; schedulers read the
+	// healthy GPU count.
+	var adviceValue any // nil removes the annotation
 	if advised != "" {
-		adviceValue = strconv.Quote(advised)
+		adviceValue = advised
 	}
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q},"annotations":{%q:%q,%q:%s}}}`,
-		v1alpha1.LabelGPUHealthyCount, strconv.Itoa(healthy),
-		v1alpha1.AnnotationActiveWarnings, strconv.Itoa(warnings),
-		v1alpha1.AnnotationRecommendedActions, adviceValue)
-	err := p.client.Patch(types.MergePatchType).Resource("nodes").Name(p.node).Body([]byte(patch)).Do(ctx).Error()
+	annotations := map[string]any{
+		v1alpha1.AnnotationActiveWarnings:     strconv.Itoa(warnings),
+		v1alpha1.AnnotationRecommendedActions: adviceValue,
+	}
+	if checks != nil {
+		b, err := json.Marshal(checks)
+		if err != nil {
+			return fmt.Errorf("encoding the checks report of node %s: %w", p.node, err)
+		}
+		annotations[v1alpha1.AnnotationAgentChecks] = string(b)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":      map[string]string{v1alpha1.LabelGPUHealthyCount: strconv.Itoa(healthy)},
+		"annotations": annotations,
+	}})
+	if err != nil {
+		return fmt.Errorf("encoding the metadata of node %s: %w", p.node, err)
+	}
+	err = p.client.Patch(types.MergePatchType).Resource("nodes").Name(p.node).Body(patch).Do(ctx).Error()
 	if err != nil {
 		return fmt.Errorf("labelling node %s: %w", p.node, err)
 	}
 	p.mu.Lock()
 	p.labelled, p.warned, p.advised, p.advisedKnown = healthy, warnings, advised, true
+	if checks != nil {
+		p.shownChecks, p.shownAt = checks, now
+	}
 	p.mu.Unlock()
 	return nil
 }

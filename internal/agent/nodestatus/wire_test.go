@@ -15,6 +15,9 @@ import (
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/finding"
+	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/gpu/sim"
+	"github.com/gpuheal/gpuheal/internal/gpucheck"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden Node of the wire contract")
@@ -26,8 +29,9 @@ var update = flag.Bool("update", false, "rewrite the golden Node of the wire con
 const wireGolden = "../../../api/v1alpha1/testdata/agent-node.json"
 
 // TestAgentWritesTheWireGolden runs the real Node writers (conditions,
-// advice, labels, warnings, risk) for a node with a GPU to replace, a
-// kernel to reboot and a predicted failure, and compares the Node.
+// advice, labels, warnings, risk, the checks report) for a node with a
+// GPU to replace, a kernel to reboot and a predicted failure, and
+// compares the Node.
 func TestAgentWritesTheWireGolden(t *testing.T) {
 	checkWireGolden(t, v1alpha1.ConditionTypesGPUHeal, wireGolden)
 }
@@ -63,6 +67,8 @@ func checkWireGolden(t *testing.T, set, golden string) {
 	p.SetExtra(analyzer.ConditionStatus{Type: v1alpha1.ConditionGPUFailurePredicted, Status: analyzer.StatusTrue,
 		Reason: v1alpha1.ReasonGPUFailurePredicted, Message: "GPU 5: failure predicted", Action: finding.ActionNone,
 		LastTransitionTime: since})
+	p.ReportChecksEvery(30 * time.Second)
+	p.SetChecks(gpucheck.Report(fellOffTheBus(t, clk), "6f1c7a2e-3d4b-4c5a-9e8f-0a1b2c3d4e5f", since))
 	mustSync(t, p)
 	if err := PatchRiskAnnotation(context.Background(), api.Client, "gpu-0000", "0.91"); err != nil {
 		t.Fatal(err)
@@ -85,4 +91,22 @@ func checkWireGolden(t *testing.T, set, golden string) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("the agent writes a Node other than %s (rerun with -update if the contract changed on purpose, then check the controller's side):\n%s", golden, got)
 	}
+}
+
+// fellOffTheBus is a snapshot of an 8-GPU sim node whose GPU 3 fell off
+// the bus: the report of the golden fails GPUsPresent.
+func fellOffTheBus(t *testing.T, clk *clocktesting.FakeClock) *gpu.NodeSnapshot {
+	t.Helper()
+	n, err := sim.New(sim.Options{NodeName: "gpu-0000", Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Inject(sim.Fault{Kind: sim.KindFellOffBus, GPU: 3}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := n.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
