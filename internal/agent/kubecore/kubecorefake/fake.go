@@ -1,6 +1,6 @@
 // Package kubecorefake is an in-process API server for the part of
 // core/v1 the agent's Node writers use: get one Node, merge-patch its
-// labels and annotations, patch its status conditions (merged by type, as
+// labels, annotations and taints (with the resourceVersion precondition), patch its status conditions (merged by type, as
 // the strategic merge patch does), and create, get and merge-patch Events.
 // It records every request in order and can fail the next ones. Unit tests
 // use it; what needs the real API server's rules (RBAC, admission,
@@ -9,6 +9,7 @@ package kubecorefake
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -90,6 +91,7 @@ func (a *API) Node() kubecore.Node {
 	n := a.node
 	n.ObjectMeta = *a.node.ObjectMeta.DeepCopy()
 	n.Status.Conditions = slices.Clone(a.node.Status.Conditions)
+	n.Spec.Taints = slices.Clone(a.node.Spec.Taints)
 	return n
 }
 
@@ -193,17 +195,37 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 func (a *API) patchMetadata(w http.ResponseWriter, body []byte) {
 	var patch struct {
 		Metadata struct {
-			Labels      map[string]*string `json:"labels"`
-			Annotations map[string]*string `json:"annotations"`
+			ResourceVersion string             `json:"resourceVersion"`
+			Labels          map[string]*string `json:"labels"`
+			Annotations     map[string]*string `json:"annotations"`
 		} `json:"metadata"`
+		Spec *struct {
+			Taints []kubecore.Taint `json:"taints"`
+		} `json:"spec"`
 	}
 	if err := json.Unmarshal(body, &patch); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if rv := patch.Metadata.ResourceVersion; rv != "" && rv != a.node.ResourceVersion {
+		status(w, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, a.node.Name, errors.New("the object has been modified")))
+		return
+	}
 	merge(a.node.Labels, patch.Metadata.Labels)
 	merge(a.node.Annotations, patch.Metadata.Annotations)
+	if patch.Spec != nil {
+		a.node.Spec.Taints = patch.Spec.Taints
+	}
 	write(w, a.node)
+}
+
+// SetResourceVersion sets the Node's resourceVersion, which a patch that
+// carries one must match (409 Conflict otherwise); the fake never changes
+// it itself.
+func (a *API) SetResourceVersion(rv string) {
+	a.mu.Lock()
+	a.node.ResourceVersion = rv
+	a.mu.Unlock()
 }
 
 func (a *API) serveEvent(w http.ResponseWriter, r *http.Request, name string, body []byte) {
