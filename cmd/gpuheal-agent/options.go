@@ -51,6 +51,8 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.StringVar(&checkConfig, "check-config", "", "validate a health rules file and exit (0 valid, 1 not)")
 	fs.DurationVar(&o.Interval, "interval", 10*time.Second, "collection interval")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", ":9400", "address of the Prometheus /metrics endpoint")
+	fs.DurationVar(&o.AgentChecksInterval, "agent-checks-interval", 30*time.Second, "the health gate's checks report (node annotation "+v1alpha1.AnnotationAgentChecks+") is rewritten when a result changes and at least this often (0: no report)")
+	fs.BoolVar(&o.JoinGate, "join-gate", false, "taint a node that has never passed the health gate (no "+v1alpha1.AnnotationValidatedAt+" annotation) with "+v1alpha1.TaintValidating+":NoSchedule on the agent's first write; the controller removes it when the checks pass")
 	fs.StringVar(&o.PushGateway, "push-gateway", "", "Prometheus Pushgateway URL to push metrics to (optional)")
 	fs.DurationVar(&o.PushInterval, "push-interval", 30*time.Second, "how often to push to the Pushgateway")
 	fs.IntVar(&o.GCPercent, "gc-percent", defaultGCPercent, "garbage collector target percentage, as GOGC (which wins when set)")

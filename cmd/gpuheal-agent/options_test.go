@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -89,5 +90,23 @@ func TestConditionTypesOption(t *testing.T) {
 	_, _, err = parseOptions(append(base, "--condition-types=EKS"), io.Discard)
 	if err == nil || err.Error() != `--condition-types "EKS": want gpuheal or eks` {
 		t.Errorf("--condition-types=EKS: %v", err)
+	}
+}
+
+// TestHealthGateOptions: the checks report every 30s and no join taint by
+// default; both from flags (and so from GPUHEAL_* variables).
+func TestHealthGateOptions(t *testing.T) {
+	base := []string{"--standalone", "--gpu-backend=nvml"}
+	o, _, err := parseOptions(base, io.Discard)
+	if err != nil || o.agent.AgentChecksInterval != 30*time.Second || o.agent.JoinGate {
+		t.Errorf("default: %v, join gate %v, %v; want 30s, false", o.agent.AgentChecksInterval, o.agent.JoinGate, err)
+	}
+	o, _, err = parseOptions(append(base, "--agent-checks-interval=0", "--join-gate"), io.Discard)
+	if err != nil || o.agent.AgentChecksInterval != 0 || !o.agent.JoinGate {
+		t.Errorf("--agent-checks-interval=0 --join-gate: %+v, %v", o.agent, err)
+	}
+	_, _, err = parseOptions(append(base, "--agent-checks-interval=10ms"), io.Discard)
+	if err == nil || err.Error() != "--agent-checks-interval 10ms: must be 0 (off) or at least 1s" {
+		t.Errorf("--agent-checks-interval=10ms: %v", err)
 	}
 }

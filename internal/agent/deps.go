@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -13,6 +14,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/kmsg"
 )
 
 // Deps are what Run works with besides its options. They are passed in,
@@ -33,6 +35,12 @@ type Deps struct {
 	// Clock stamps conditions and Events and times the analyzer's rules;
 	// nil is the real clock.
 	Clock clock.Clock
+	// BootID is the host's boot ID (/proc/sys/kernel/random/boot_id) that
+	// the checks report carries, so that the health gate never takes a
+	// report from before a reboot; "" is unknown. NewDeps reads it under
+	// Options.HostRoot, except for the sim backend, whose node is not the
+	// host (a sim fleet sets each simulated node's own).
+	BootID string
 	// PublishMetrics, when set, receives the metrics handler instead of
 	// Run listening on Options.MetricsAddress (a sim fleet serves every
 	// node's metrics itself).
@@ -69,6 +77,11 @@ func NewDeps(o *Options) (Deps, error) {
 	}
 	d.Source = src
 	d.Open = func() (gpu.Source, error) { return openSource(o) }
+	if o.Backend != BackendSim {
+		// Unreadable (no procfs): "" and the controller goes by the
+		// report's time alone.
+		d.BootID, _ = kmsg.ReadBootID(filepath.Join(o.HostRoot, kmsg.DefaultBootIDPath))
+	}
 	return d, nil
 }
 

@@ -67,8 +67,17 @@ type Options struct {
 
 	Interval       time.Duration
 	MetricsAddress string
-	PushGateway    string
-	PushInterval   time.Duration
+
+	// AgentChecksInterval: the health gate's checks report
+	// (v1alpha1.AnnotationAgentChecks) is written on the Node whenever a
+	// result changes and at least this often; 0 turns it off.
+	AgentChecksInterval time.Duration
+	// JoinGate taints a Node that has never passed the health gate
+	// (no v1alpha1.AnnotationValidatedAt) with v1alpha1.TaintValidating
+	// on the agent's first write; only the controller removes it.
+	JoinGate     bool
+	PushGateway  string
+	PushInterval time.Duration
 
 	// GCPercent is the garbage collector's target (GOGC) that
 	// cmd/gpuheal-agent sets for the process unless GOGC is in the
@@ -124,6 +133,9 @@ func (o *Options) Validate() error {
 	}
 	if _, ok := v1alpha1.AgentConditionTypesFor(o.ConditionTypes); !ok {
 		return fmt.Errorf("--condition-types %q: want %s", o.ConditionTypes, strings.Join(v1alpha1.ConditionTypeSets, " or "))
+	}
+	if o.AgentChecksInterval != 0 && o.AgentChecksInterval < time.Second {
+		return fmt.Errorf("--agent-checks-interval %v: must be 0 (off) or at least 1s", o.AgentChecksInterval)
 	}
 	if o.ExpectedGPUs < 0 {
 		return fmt.Errorf("--expected-gpus %d: must be 0 (unknown) or more", o.ExpectedGPUs)

@@ -27,6 +27,7 @@ func TestValidateNamesTheBadOption(t *testing.T) {
 		{"once without standalone", func(o *Options) { o.Standalone = false; o.Once = true; o.NodeName = "n" }, "--once needs --standalone"},
 		{"output", func(o *Options) { o.Output = "yaml" }, `--output "yaml"`},
 		{"gc percent", func(o *Options) { o.GCPercent = 0 }, "--gc-percent 0"},
+		{"agent checks interval", func(o *Options) { o.AgentChecksInterval = 500 * time.Millisecond }, "--agent-checks-interval 500ms"},
 		{"node name in cluster", func(o *Options) { o.Standalone = false }, "--node-name is required"},
 		{"push gateway url", func(o *Options) { o.PushGateway = "pushgw:9091" }, `--push-gateway "pushgw:9091"`},
 		{"push interval", func(o *Options) { o.PushGateway = "http://pg:9091"; o.PushInterval = 0 }, "--push-interval 0s"},

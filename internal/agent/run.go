@@ -25,6 +25,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu"
 	"github.com/gpuheal/gpuheal/internal/gpu/host"
+	"github.com/gpuheal/gpuheal/internal/gpucheck"
 	"github.com/gpuheal/gpuheal/internal/kmsg"
 	"github.com/gpuheal/gpuheal/internal/xid"
 )
@@ -104,6 +105,9 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		// see the GPUs they name (on the first snapshot there was none,
 		// and the NVML Xids were judged against no GPU and lost).
 		health.setSnapshot(s)
+		if health.conditions != nil {
+			health.conditions.SetChecks(gpucheck.Report(s, d.BootID, clk.Now()))
+		}
 		// Not to the predictor: it reads NVML's Xids from the snapshot.
 		xids.nvmlFindings(s, health.addFinding)
 	}
@@ -343,6 +347,10 @@ func startHealth(ctx context.Context, o *Options, exp *exporter.Exporter, kube r
 		pub = nodestatus.NewConditions(kube, o.NodeName, clk, log)
 		types, _ := v1alpha1.AgentConditionTypesFor(o.ConditionTypes) // validated
 		pub.PublishAs(types)
+		pub.ReportChecksEvery(o.AgentChecksInterval)
+		if o.JoinGate {
+			pub.GateJoin()
+		}
 		go pub.Run(ctx)
 		events = nodestatus.NewWarningEvents(kube, o.NodeName, clk, log)
 		go events.Run(ctx)
