@@ -105,7 +105,7 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		// see the GPUs they name (on the first snapshot there was none,
 		// and the NVML Xids were judged against no GPU and lost).
 		health.setSnapshot(s)
-		if health.conditions != nil {
+		if health.conditions != nil && o.AgentChecksInterval > 0 {
 			health.conditions.SetChecks(gpucheck.Report(s, d.BootID, clk.Now()))
 		}
 		// Not to the predictor: it reads NVML's Xids from the snapshot.

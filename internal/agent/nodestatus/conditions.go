@@ -20,9 +20,9 @@ import (
 // Conditions keeps the agent's own conditions on its Node up to date,
 // with the healthy-GPU label and the warnings, advice and checks-report
 // annotations beside them (and, with GateJoin, the health gate's join
-// taint before its first write). The newest desired state wins: while the API server is
-// away the agent keeps evaluating, and the state of the moment it comes
-// back is what gets written, retried with backoff.
+// taint before its first write). The newest desired state wins: while
+// the API server is away the agent keeps evaluating, and the state of the
+// moment it comes back is what gets written, retried with backoff.
 type Conditions struct {
 	client rest.Interface
 	node   string
