@@ -15,6 +15,15 @@ import (
 // state: a latent fault fails the check it hides from, a GPU that fell off
 // the bus or vanished breaks every tool, a downed NVLink costs bandwidth.
 
+// CheckRun is one run of a check tool: what it printed and its exit
+// status (dcgmi exits non-zero when a test fails; nccl-tests and
+// nvbandwidth only when CUDA fails them: a low figure is for the reader to
+// judge).
+type CheckRun struct {
+	Output   []byte
+	ExitCode int
+}
+
 // MaxCheckOutput bounds each output: Kubernetes keeps at most 4096 bytes
 // of a container's termination message.
 const MaxCheckOutput = 4096
@@ -165,20 +174,29 @@ type dcgmDoc struct {
 
 // DCGMDiag is what `dcgmi diag -r level -j` (DCGM 4.x) prints on the node
 // now; level is 1–4 (clamped).
-func (n *Node) DCGMDiag(level int) []byte {
+func (n *Node) DCGMDiag(level int) CheckRun {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	level = min(max(level, 1), 4)
-	out := n.dcgmDocLocked(level, true)
+	out, failed := n.dcgmDocLocked(level, true)
 	if len(out) > MaxCheckOutput {
 		// Many failing GPUs: drop the passing results and the entity list,
 		// which the verdict does not need.
-		out = n.dcgmDocLocked(level, false)
+		out, _ = n.dcgmDocLocked(level, false)
 	}
-	return out
+	run := CheckRun{Output: out}
+	if failed {
+		run.ExitCode = dcgmExitFailed
+	}
+	return run
 }
 
-func (n *Node) dcgmDocLocked(level int, withPasses bool) []byte {
+// dcgmExitFailed is dcgmi's exit status when a test fails
+// (DCGM_ST_NVVS_ERROR, -226, as a byte).
+const dcgmExitFailed = 30
+
+func (n *Node) dcgmDocLocked(level int, withPasses bool) ([]byte, bool) {
+	failed := false
 	var doc dcgmDoc
 	for _, t := range dcgmTests {
 		if t.level > level {
@@ -197,7 +215,7 @@ func (n *Node) dcgmDocLocked(level int, withPasses bool) []byte {
 				r.Warnings = []dcgmWarning{{Category: 6, ID: 83, Warning: fmt.Sprintf(t.warning, g.index)}}
 			}
 			if r.Status != "Pass" {
-				jt.Summary.Status = "Fail"
+				jt.Summary.Status, failed = "Fail", true
 			} else if !withPasses {
 				continue
 			}
@@ -219,7 +237,7 @@ func (n *Node) dcgmDocLocked(level int, withPasses bool) []byte {
 	}
 	doc.Metadata = map[string]string{"DCGM Version": "4.2.3", "Driver Version Detected": n.driver}
 	out, _ := json.Marshal(doc) // plain structs: cannot fail
-	return append(out, '\n')
+	return append(out, '\n'), failed
 }
 
 // ncclSizes are the message sizes of the simulated run (-b 512M -e 8G -f
@@ -232,7 +250,7 @@ var ncclSizes = []struct {
 // NCCLAllReduce is what nccl-tests' `all_reduce_perf -b 512M -e 8G -f 2
 // -g N` prints on the node now: the all-reduce runs at the pace of its
 // slowest GPU, so one GPU's degraded NVLink lowers every row.
-func (n *Node) NCCLAllReduce() []byte {
+func (n *Node) NCCLAllReduce() CheckRun {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	tick := n.checkTickLocked()
@@ -248,7 +266,7 @@ func (n *Node) NCCLAllReduce() []byte {
 		// What nccl-tests prints when CUDA cannot reach a device: the run
 		// stops before the table's end, so there is no average.
 		fmt.Fprintf(&b, "%s: Test CUDA failure common.cu:1006 'unspecified launch failure'\n .. %s pid %d: Test failure common.cu:1133\n", n.host(), n.host(), pid)
-		return []byte(b.String())
+		return CheckRun{Output: []byte(b.String()), ExitCode: 1}
 	}
 	b.WriteString("#\n#                                                              out-of-place                       in-place          \n" +
 		"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
@@ -286,13 +304,13 @@ func (n *Node) NCCLAllReduce() []byte {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %.3f \n#\n", sum/float64(count))
-	return []byte(b.String())
+	return CheckRun{Output: []byte(b.String())}
 }
 
 // NVBandwidth is what `nvbandwidth -t device_to_device_memcpy_read_ce`
 // prints on the node now: each pair runs at the pace of the slower link
 // of the two GPUs.
-func (n *Node) NVBandwidth() []byte {
+func (n *Node) NVBandwidth() CheckRun {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	tick := n.checkTickLocked()
@@ -303,7 +321,7 @@ func (n *Node) NVBandwidth() []byte {
 		"CUDA Runtime Version: 12080\nCUDA Driver Version: 12080\nDriver Version: %s\n\n", n.driver)
 	if broken := n.brokenGPUsLocked(); len(broken) > 0 {
 		fmt.Fprintf(&b, "ERROR: cuInit failed: CUDA_ERROR_NO_DEVICE on device %d\n", broken[0])
-		return []byte(b.String())
+		return CheckRun{Output: []byte(b.String()), ExitCode: 1}
 	}
 	for _, g := range n.gpus {
 		fmt.Fprintf(&b, "Device %d: %s\n", g.index, n.model.name)
@@ -311,7 +329,7 @@ func (n *Node) NVBandwidth() []byte {
 	const test = "device_to_device_memcpy_read_ce"
 	if len(n.gpus) < 2 {
 		fmt.Fprintf(&b, "\nWaived %s: needs at least two devices.\n", test)
-		return []byte(b.String())
+		return CheckRun{Output: []byte(b.String())}
 	}
 	fmt.Fprintf(&b, "\nRunning %s.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n     ", test)
 	for j := range n.gpus {
@@ -334,5 +352,5 @@ func (n *Node) NVBandwidth() []byte {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nSUM %s %.2f\n", test, sum)
-	return []byte(b.String())
+	return CheckRun{Output: []byte(b.String())}
 }
