@@ -2,6 +2,7 @@ package simfleet
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -30,7 +31,7 @@ func (f *simFleet) updateBusy(ctx context.Context) error {
 	}
 	var pods simPodList
 	if err := kubecore.Get(ctx, f.kube.Get().Resource("pods").Param("fieldSelector", "status.phase=Running"), &pods); err != nil {
-		return err
+		return fmt.Errorf("listing running pods for the workload time of latent faults: %w", err)
 	}
 	busy := map[string]bool{}
 	for _, p := range pods.Items {

@@ -308,12 +308,15 @@ func terminatedPodStatus(p *simPod, start, now time.Time, run sim.CheckRun) map[
 		return c
 	}
 	status := map[string]any{
-		"phase": phase, "startTime": st, "containerStatuses": statuses,
+		"phase": phase, "containerStatuses": statuses,
 		"conditions": []map[string]any{
 			cond("PodReadyToStartContainers", "False", ""), cond("Initialized", "True", "PodCompleted"),
 			cond("Ready", "False", "PodCompleted"), cond("ContainersReady", "False", "PodCompleted"),
 			cond("PodScheduled", "True", ""),
 		},
+	}
+	if p.Status.StartTime == nil {
+		status["startTime"] = st
 	}
 	if p.Status.PodIP == "" {
 		// No kubelet (kwok) started the pod: it gets an address as if one
