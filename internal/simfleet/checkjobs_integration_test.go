@@ -46,8 +46,10 @@ func TestSimFleetAnswersCheckJobs(t *testing.T) {
 	}
 	o, tmpl := simFleetTestOptions(env.Kubeconfig)
 	o.AnswerChecks, o.CheckPoll, o.CheckSpeed = true, 200*time.Millisecond, 1
-	// Long enough for kwok to start the pod first, as it does on a fleet.
-	o.CheckDurations = map[v1alpha1.CheckKind]time.Duration{v1alpha1.CheckNCCL: 8 * time.Second, v1alpha1.CheckDCGM: 8 * time.Second}
+	// Longer than kwok takes to start a pod and, without the fleet's
+	// annotations, to complete a Job's pod (three stages of 1–6 s): a pod
+	// kwok ended first would have no termination message.
+	o.CheckDurations = map[v1alpha1.CheckKind]time.Duration{v1alpha1.CheckNCCL: 20 * time.Second, v1alpha1.CheckDCGM: 20 * time.Second}
 	f := newSimFleet(o, tmpl, kube, t.TempDir(), slog.New(slog.DiscardHandler))
 	runCtx, stopRun := context.WithCancel(ctx)
 	done := make(chan struct{})
