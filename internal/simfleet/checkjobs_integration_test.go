@@ -30,16 +30,18 @@ import (
 // simulated tool's output. A latent NCCL fault fails JudgeNCCL while its
 // node's passive condition stays healthy; a healthy node passes; a latent
 // DCGM memory fault fails its DCGM Job (Failed, with the conditions API
-// validation requires). After a reboot the latent fault is still there.
+// validation requires); a check past its deadline fails DeadlineExceeded;
+// a latent fault under a workload surfaces and turns the node's condition
+// False. After a reboot the latent fault is still there.
 func TestSimFleetAnswersCheckJobs(t *testing.T) {
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	names, err := testenv.CreateGPUNodes(ctx, env.Client, "gate", 3)
+	names, err := testenv.CreateGPUNodes(ctx, env.Client, "gate", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sick, healthy, memory := names[0], names[1], names[2]
+	sick, healthy, memory, busy := names[0], names[1], names[2], names[3]
 	kube, err := kubecore.NewClient(env.Kubeconfig, 50)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +51,8 @@ func TestSimFleetAnswersCheckJobs(t *testing.T) {
 	// Longer than kwok takes to start a pod and, without the fleet's
 	// annotations, to complete a Job's pod (three stages of 1–6 s): a pod
 	// kwok ended first would have no termination message.
-	o.CheckDurations = map[v1alpha1.CheckKind]time.Duration{v1alpha1.CheckNCCL: 20 * time.Second, v1alpha1.CheckDCGM: 20 * time.Second}
+	o.CheckDurations = map[v1alpha1.CheckKind]time.Duration{v1alpha1.CheckNCCL: 20 * time.Second, v1alpha1.CheckDCGM: 20 * time.Second, v1alpha1.CheckNVBandwidth: 20 * time.Second}
+	o.LatentSurfaceAfter = 5 * time.Second
 	f := newSimFleet(o, tmpl, kube, t.TempDir(), slog.New(slog.DiscardHandler))
 	runCtx, stopRun := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -69,13 +72,31 @@ func TestSimFleetAnswersCheckJobs(t *testing.T) {
 	}
 	plant(sick, "latent-nccl-bandwidth", 2)
 	plant(memory, "latent-dcgm-memory", 5)
+	plant(busy, "latent-dcgm-diagnostic", 1)
+	// A workload on the busy node: after 5 s of it the latent fault
+	// surfaces (Xid 79) and the agent's condition turns False. Check
+	// pods are no workload: the other nodes' faults stay latent.
+	workload := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "training", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: busy, Containers: []corev1.Container{{
+			Name: "train", Image: "example.com/train:1",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{testenv.GPUResource: resource.MustParse("8")}},
+		}}},
+	}
+	if err := env.Client.Create(ctx, workload); err != nil {
+		t.Fatal(err)
+	}
 
 	jobs := map[string]*batchv1.Job{
 		"nccl-sick":    checkJobFor(sick, "nccl", v1alpha1.CheckNCCL, []string{"all_reduce_perf", "-b", "512M", "-e", "8G", "-f", "2", "-g", "8"}),
 		"nccl-healthy": checkJobFor(healthy, "nccl", v1alpha1.CheckNCCL, []string{"all_reduce_perf", "-b", "512M", "-e", "8G", "-f", "2", "-g", "8"}),
 		"dcgm-healthy": checkJobFor(healthy, "dcgm", v1alpha1.CheckDCGM, []string{"dcgmi", "diag", "-r", "2", "-j"}),
 		"dcgm-memory":  checkJobFor(memory, "dcgm", v1alpha1.CheckDCGM, []string{"dcgmi", "diag", "-r", "2", "-j"}),
+		"nvb-sick":     checkJobFor(sick, "nvb", v1alpha1.CheckNVBandwidth, []string{"nvbandwidth", "-t", "device_to_device_memcpy_read_ce"}),
+		"deadline":     checkJobFor(healthy, "dcgm-short", v1alpha1.CheckDCGM, []string{"dcgmi", "diag", "-r", "4", "-j"}),
 	}
+	short := int64(3)
+	jobs["deadline"].Spec.ActiveDeadlineSeconds = &short
 	for _, j := range jobs {
 		if err := env.Client.Create(ctx, j); err != nil {
 			t.Fatal(err)
@@ -84,14 +105,20 @@ func TestSimFleetAnswersCheckJobs(t *testing.T) {
 	out := map[string][]byte{}
 	for what, j := range jobs {
 		finished := waitJobFinished(ctx, t, env.Client, j)
-		out[what] = checkOutput(ctx, t, env.Client, finished)
 		want := batchv1.JobComplete
-		if what == "dcgm-memory" {
+		if what == "dcgm-memory" || what == "deadline" {
 			want = batchv1.JobFailed
 		}
 		if !jobCondition(finished, want) {
 			t.Errorf("%s: Job conditions %+v, want %s", what, finished.Status.Conditions, want)
 		}
+		if what == "deadline" {
+			if c := finished.Status.Conditions; len(c) == 0 || c[len(c)-1].Reason != "DeadlineExceeded" {
+				t.Errorf("a check past its deadline ended with %+v", c)
+			}
+			continue
+		}
+		out[what] = checkOutput(ctx, t, env.Client, finished)
 	}
 	if v := validation.JudgeNCCL(out["nccl-sick"], 350); v.Outcome != v1alpha1.CheckFailed {
 		t.Errorf("NCCL on the node with a latent fault: %s %s (%s)\n%s", v.Outcome, v.Value, v.Message, out["nccl-sick"])
@@ -105,7 +132,11 @@ func TestSimFleetAnswersCheckJobs(t *testing.T) {
 	if v := validation.JudgeDCGM(out["dcgm-memory"], 2); v.Outcome != v1alpha1.CheckFailed || v.Value != "FAIL: memory on GPU 5" {
 		t.Errorf("DCGM level 2 on a latent memory fault: %s %s (%s)", v.Outcome, v.Value, v.Message)
 	}
+	if v := validation.JudgeNVBandwidth(out["nvb-sick"], 330); v.Outcome != v1alpha1.CheckFailed {
+		t.Errorf("nvbandwidth on the node with a latent fault: %s %s (%s)", v.Outcome, v.Value, v.Message)
+	}
 	waitGPUCondition(ctx, t, env.Client, sick, corev1.ConditionTrue) // passive signals stay green
+	waitGPUCondition(ctx, t, env.Client, busy, corev1.ConditionFalse)
 
 	// A reboot: the board keeps its latent fault.
 	setLabel(ctx, t, env.Client, sick, v1alpha1.LabelKwokBooting, "true")
