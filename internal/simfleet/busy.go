@@ -3,6 +3,8 @@ package simfleet
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -41,8 +43,29 @@ func (f *simFleet) updateBusy(ctx context.Context) error {
 	}
 	for _, a := range latent {
 		a.node.SetBusy(busy[a.name])
+		f.recordSurfaced(a)
 	}
 	return nil
+}
+
+// recordSurfaced keeps in the boot's file the latent faults that have
+// surfaced, so that a restarted fleet finds the GPU still broken, and
+// marks the machine faulted (no second fatal fault before its repair).
+func (f *simFleet) recordSurfaced(a *simAgent) {
+	if _, err := a.node.ApplyDue(time.Now()); err != nil {
+		f.log.Error("sim fleet: surfacing latent faults", "node", a.name, "err", err)
+	}
+	surfaced := a.node.SurfacedLatent()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if slices.Equal(surfaced, a.hardware.Surfaced) {
+		return
+	}
+	a.hardware.Surfaced, a.hardware.Faulted = surfaced, a.hardware.Faulted || len(surfaced) > 0
+	if err := f.saveFaults(a.name, a.hardware); err != nil {
+		f.log.Error("sim fleet: keeping a surfaced latent fault on disk", "node", a.name, "err", err)
+	}
+	f.log.Info("sim fleet: latent fault surfaced", "node", a.name, "gpus", surfaced)
 }
 
 func requestsGPUs(p *simPod) bool {

@@ -32,7 +32,8 @@ import (
 // DCGM memory fault fails its DCGM Job (Failed, with the conditions API
 // validation requires); a check past its deadline fails DeadlineExceeded;
 // a latent fault under a workload surfaces and turns the node's condition
-// False. After a reboot the latent fault is still there.
+// False, and stays so across a fleet restart. After a reboot the latent
+// fault is still there.
 func TestSimFleetAnswersCheckJobs(t *testing.T) {
 	env := testcluster.Start(t, testenv.Options{Kwok: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -54,10 +55,14 @@ func TestSimFleetAnswersCheckJobs(t *testing.T) {
 	o.CheckDurations = map[v1alpha1.CheckKind]time.Duration{v1alpha1.CheckNCCL: 20 * time.Second, v1alpha1.CheckDCGM: 20 * time.Second, v1alpha1.CheckNVBandwidth: 20 * time.Second}
 	o.LatentSurfaceAfter = 5 * time.Second
 	f := newSimFleet(o, tmpl, kube, t.TempDir(), slog.New(slog.DiscardHandler))
-	runCtx, stopRun := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); f.run(runCtx) }()
-	defer func() { stopRun(); <-done }()
+	runFleet := func(f *simFleet) (stop func()) {
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.run(runCtx) }()
+		return func() { cancel(); <-done }
+	}
+	stopFleet := runFleet(f)
+	defer func() { stopFleet() }()
 	for _, n := range names {
 		testproc.EventuallyTrue(t, time.Minute, "agent of "+n, func() bool { return f.agentOf(n) != nil })
 	}
@@ -137,6 +142,19 @@ func TestSimFleetAnswersCheckJobs(t *testing.T) {
 	}
 	waitGPUCondition(ctx, t, env.Client, sick, corev1.ConditionTrue) // passive signals stay green
 	waitGPUCondition(ctx, t, env.Client, busy, corev1.ConditionFalse)
+	// A restarted fleet finds the surfaced fault still there in this boot.
+	testproc.EventuallyTrue(t, time.Minute, "the surfaced fault on disk", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.agents[busy].hardware.Surfaced) == 1
+	})
+	stopFleet()
+	f = newSimFleet(o, tmpl, kube, f.dir, slog.New(slog.DiscardHandler))
+	stopFleet = runFleet(f)
+	testproc.EventuallyTrue(t, time.Minute, "agents back", func() bool { return f.agentOf(busy) != nil && f.agentOf(sick) != nil })
+	if snap, err := f.agentOf(busy).node.Snapshot(ctx); err != nil || !snap.GPUs[1].Missing {
+		t.Fatalf("after a fleet restart the surfaced fault of %s is gone (%v)", busy, err)
+	}
 
 	// A reboot: the board keeps its latent fault.
 	setLabel(ctx, t, env.Client, sick, v1alpha1.LabelKwokBooting, "true")

@@ -269,6 +269,11 @@ func (f *simFleet) start(ctx context.Context, n *kubecore.Node) error {
 			f.log.Error("sim fleet: restoring a fault of this boot", "node", name, "fault", fault.Kind, "err", err)
 		}
 	}
+	for _, gpu := range a.hardware.Surfaced {
+		if err := node.SurfaceLatent(gpu); err != nil {
+			f.log.Error("sim fleet: restoring a latent fault that surfaced in this boot", "node", name, "gpu", gpu, "err", err)
+		}
+	}
 	o := f.agent
 	o.NodeName = name
 	o.ExpectedGPUs = f.agent.Sim.GPUs

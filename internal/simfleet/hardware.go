@@ -18,6 +18,9 @@ type nodeFaults struct {
 	Boot    string      `json:"boot"`
 	Faults  []sim.Fault `json:"faults"`
 	Faulted bool        `json:"faulted"`
+	// Surfaced are the GPUs whose latent fault (the board's) surfaced as
+	// a fatal one in this boot.
+	Surfaced []int `json:"surfaced,omitempty"`
 }
 
 // boardFaults are the latent faults of a machine's board: they outlive

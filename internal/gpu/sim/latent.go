@@ -159,16 +159,49 @@ func (n *Node) surfaceDueLocked(now time.Time) error {
 		if l == nil || l.surfaced || l.surfaceAfter == 0 || n.loadLocked(l, now) < l.surfaceAfter {
 			continue
 		}
-		l.surfaced = true
-		s, err := Fault{Kind: l.surface, GPU: i}.parse()
-		if err == nil {
-			err = n.applyLocked(s, now)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("latent %s fault of gpu %d surfacing as %s: %w", l.mode, i, l.surface, err))
-		}
+		errs = append(errs, n.surfaceLocked(i, now))
 	}
 	return errors.Join(errs...)
+}
+
+func (n *Node) surfaceLocked(i int, now time.Time) error {
+	l := n.latent[i]
+	l.surfaced = true
+	s, err := Fault{Kind: l.surface, GPU: i}.parse()
+	if err == nil {
+		err = n.applyLocked(s, now)
+	}
+	if err != nil {
+		return fmt.Errorf("latent %s fault of gpu %d surfacing as %s: %w", l.mode, i, l.surface, err)
+	}
+	return nil
+}
+
+// SurfacedLatent lists the GPUs whose latent fault surfaced in this boot.
+func (n *Node) SurfacedLatent() []int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []int
+	for i, l := range n.latent {
+		if l != nil && l.surfaced {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// SurfaceLatent makes GPU i's latent fault surface now, whatever its load
+// time: for a restarted simulation that restores a boot in which it had.
+func (n *Node) SurfaceLatent(i int) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if i < 0 || i >= len(n.latent) || n.latent[i] == nil {
+		return fmt.Errorf("sim: gpu %d of node %s has no latent fault", i, n.opts.NodeName)
+	}
+	if n.latent[i].surfaced {
+		return nil
+	}
+	return n.surfaceLocked(i, n.clock.Now())
 }
 
 // rearmLatentLocked starts a new boot of the board: its latent faults

@@ -60,12 +60,18 @@ func TestLatentFaultSurfacesAfterLoad(t *testing.T) {
 		t.Fatalf("surfacing logged %v, want Xid 48", logLines(n.KernelLog(0)))
 	}
 	clk.Step(time.Hour)
-	if uncorrected() != 1 {
+	if uncorrected() != 1 || n.SurfaceLatent(2) != nil || uncorrected() != 1 {
 		t.Fatal("the fault surfaced twice in one boot")
 	}
+	if got := n.SurfacedLatent(); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("surfaced GPUs %v, want [2]", got)
+	}
 	n.Reset()
-	if uncorrected() != 0 || n.LatentLoad(2) != 0 {
+	if uncorrected() != 0 || n.LatentLoad(2) != 0 || len(n.SurfacedLatent()) != 0 {
 		t.Fatal("the reboot did not start the board's boot afresh")
+	}
+	if n.SurfaceLatent(0) == nil {
+		t.Fatal("GPU 0 has no latent fault to surface")
 	}
 	n.SetBusy(true)
 	clk.Step(30 * time.Minute)
