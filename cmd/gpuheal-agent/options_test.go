@@ -6,8 +6,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 )
 
 // --driver-root follows every other flag: a default, a GPUHEAL_ variable
@@ -89,5 +92,29 @@ func TestConditionTypesOption(t *testing.T) {
 	_, _, err = parseOptions(append(base, "--condition-types=EKS"), io.Discard)
 	if err == nil || err.Error() != `--condition-types "EKS": want gpuheal or eks` {
 		t.Errorf("--condition-types=EKS: %v", err)
+	}
+}
+
+// The check Job flags of the sim fleet: durations per kind over the
+// defaults, a bad kind or pace refused with the flag's name.
+func TestSimFleetCheckFlags(t *testing.T) {
+	o, _, err := parseOptions([]string{"--gpu-backend=sim", "--sim-fleet", "--sim-fleet-check-durations=NCCL=20s",
+		"--sim-fleet-check-speed=4", "--sim-fleet-latent-surface-after=2m", "--sim-fleet-check-jobs-managed-by=gpuheal.io/sim-fleet"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := o.fleet
+	if !f.AnswerChecks || f.CheckDurations[v1alpha1.CheckNCCL] != 20*time.Second || f.CheckDurations[v1alpha1.CheckDCGM] != 3*time.Minute ||
+		f.CheckSpeed != 4 || f.LatentSurfaceAfter != 2*time.Minute || f.CheckJobsManagedBy != "gpuheal.io/sim-fleet" || f.CheckPoll != time.Second {
+		t.Errorf("check flags parsed as %+v", f)
+	}
+	for args, want := range map[string]string{
+		"--sim-fleet-check-durations=Agent=1m": `unknown check kind "Agent"`,
+		"--sim-fleet-check-durations=DCGM=0s":  `DCGM="0s": want a positive duration`,
+		"--sim-fleet-check-speed=0":            "--sim-fleet-check-speed 0: must be above 0",
+	} {
+		if _, _, err := parseOptions([]string{"--gpu-backend=sim", "--sim-fleet", args}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", args, err, want)
+		}
 	}
 }
