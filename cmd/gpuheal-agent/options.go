@@ -14,6 +14,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/flagenv"
 	"github.com/gpuheal/gpuheal/internal/logging"
 	"github.com/gpuheal/gpuheal/internal/simfleet"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
 
 // options is everything gpuheal-agent can be told: one agent's, and the
@@ -76,6 +77,14 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.DurationVar(&fleet.Resync, "sim-fleet-resync", 2*time.Second, "sim fleet: how often nodes are listed to start and stop agents")
 	fs.StringVar(&fleet.ScheduleFile, "sim-fleet-schedule", "", "sim fleet: fault schedule (JSON lines: at, slot, class, gpu), run from --sim-fleet-epoch")
 	epoch := fs.String("sim-fleet-epoch", "", "sim fleet: when the schedule starts, RFC 3339 (default: now); a restarted fleet goes on from its journal")
+	// Latent faults and the health gate's check Jobs (docs/health-gate.md, "Simulation").
+	fs.DurationVar(&fleet.LatentSurfaceAfter, "sim-fleet-latent-surface-after", 0, "sim fleet: workload time after which a planted latent fault surfaces as a fatal one (default: the class's, "+schedule.LatentSurfaceAfter+")")
+	fs.BoolVar(&fleet.AnswerChecks, "sim-fleet-answer-checks", true, "sim fleet: play the Job controller and the kubelet for the health gate's check Jobs on its nodes")
+	fs.StringVar(&fleet.CheckJobsManagedBy, "sim-fleet-check-jobs-managed-by", "", "sim fleet: answer only check Jobs with this spec.managedBy (default: every check Job; for clusters without a Job controller)")
+	fs.StringVar(&fleet.CheckNamespace, "sim-fleet-check-namespace", "", "sim fleet: answer check Jobs of this namespace only (default: all)")
+	fs.DurationVar(&fleet.CheckPoll, "sim-fleet-check-poll", time.Second, "sim fleet: how often check Jobs are listed")
+	checkDurations := fs.StringToString("sim-fleet-check-durations", nil, "sim fleet: simulated run time per check kind, e.g. DCGM=3m,NCCL=1m,NVBandwidth=1m (the defaults)")
+	fs.Float64Var(&fleet.CheckSpeed, "sim-fleet-check-speed", 1, "sim fleet: pace of the simulated checks (2: they take half their durations)")
 	hideSimFlags(fs)
 	flagenv.Usage(fs)
 	fs.SetOutput(usage)
@@ -93,6 +102,10 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	}
 	if checkConfig != "" {
 		return nil, lo, &checkConfigRequest{path: checkConfig}
+	}
+	var err error
+	if fleet.CheckDurations, err = simfleet.ParseCheckDurations(*checkDurations); err != nil {
+		return nil, lo, err
 	}
 	validate := o.Validate
 	if fleet.Enabled {

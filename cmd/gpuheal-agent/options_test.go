@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 )
 
 // --driver-root follows every other flag: a default, a GPUHEAL_ variable
@@ -108,5 +110,29 @@ func TestHealthGateOptions(t *testing.T) {
 	_, _, err = parseOptions(append(base, "--agent-checks-interval=10ms"), io.Discard)
 	if err == nil || err.Error() != "--agent-checks-interval 10ms: must be 0 (off) or at least 1s" {
 		t.Errorf("--agent-checks-interval=10ms: %v", err)
+	}
+}
+
+// The check Job flags of the sim fleet: durations per kind over the
+// defaults, a bad kind or pace refused with the flag's name.
+func TestSimFleetCheckFlags(t *testing.T) {
+	o, _, err := parseOptions([]string{"--gpu-backend=sim", "--sim-fleet", "--sim-fleet-check-durations=NCCL=20s",
+		"--sim-fleet-check-speed=4", "--sim-fleet-latent-surface-after=2m", "--sim-fleet-check-jobs-managed-by=gpuheal.io/sim-fleet"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := o.fleet
+	if !f.AnswerChecks || f.CheckDurations[v1alpha1.CheckNCCL] != 20*time.Second || f.CheckDurations[v1alpha1.CheckDCGM] != 3*time.Minute ||
+		f.CheckSpeed != 4 || f.LatentSurfaceAfter != 2*time.Minute || f.CheckJobsManagedBy != "gpuheal.io/sim-fleet" || f.CheckPoll != time.Second {
+		t.Errorf("check flags parsed as %+v", f)
+	}
+	for args, want := range map[string]string{
+		"--sim-fleet-check-durations=Agent=1m": `unknown check kind "Agent"`,
+		"--sim-fleet-check-durations=DCGM=0s":  `DCGM="0s": want a positive duration`,
+		"--sim-fleet-check-speed=0":            "--sim-fleet-check-speed 0: must be above 0",
+	} {
+		if _, _, err := parseOptions([]string{"--gpu-backend=sim", "--sim-fleet", args}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", args, err, want)
+		}
 	}
 }

@@ -58,6 +58,8 @@ func TestSimFaults(t *testing.T) {
 		{"power-brake", "", sim.Fault{Kind: sim.KindPowerBrake, GPU: 3}, nil},
 		{"gpu-missing", "", sim.Fault{Kind: sim.KindGPUMissing, GPU: 3}, nil},
 		{"fabric-manager-stopped", "", sim.Fault{Kind: sim.KindFabricManagerStopped}, nil},
+		// Latent: nothing logged until it surfaces (as fell-off-bus or dbe, above).
+		{"latent", "", sim.Fault{Kind: sim.KindLatent, GPU: 3, Params: p{"mode": "nccl-bandwidth"}}, nil},
 	}
 	covered := map[sim.Kind]bool{}
 	for _, tt := range tests {

@@ -105,10 +105,13 @@ type simAgent struct {
 	node *sim.Node
 	// hardware is what this boot's GPUs carry, also on disk.
 	hardware nodeFaults
-	logPath  string
-	cancel   context.CancelFunc
-	done     chan struct{}
-	metrics  atomic.Pointer[http.Handler]
+	// board is what the machine's board carries across boots (latent
+	// faults), also on disk.
+	board   boardFaults
+	logPath string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	metrics atomic.Pointer[http.Handler]
 }
 
 // faulted: a fatal fault was injected in this boot; the node gets no
@@ -144,6 +147,12 @@ func newSimFleet(o Options, tmpl agent.Options, kube rest.Interface, dir string,
 func (f *simFleet) run(ctx context.Context) {
 	resync := time.NewTicker(f.opts.Resync)
 	defer resync.Stop()
+	if f.opts.AnswerChecks {
+		checks, stopChecks := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.runCheckAnswerer(checks) }()
+		defer func() { stopChecks(); <-done }()
+	}
 	nextFault := f.faultTimer()
 	defer f.stopAll()
 	for {
@@ -224,7 +233,7 @@ func (f *simFleet) reconcile(ctx context.Context) error {
 	f.mu.Lock()
 	f.running.Set(float64(len(f.agents)))
 	f.mu.Unlock()
-	return nil
+	return f.updateBusy(ctx)
 }
 
 // start runs a fresh agent for the node: new simulated GPUs (the
@@ -253,10 +262,16 @@ func (f *simFleet) start(ctx context.Context, n *kubecore.Node) error {
 		_ = logFile.Close()
 		return err
 	}
-	a := &simAgent{name: name, node: node, logPath: logPath, done: make(chan struct{}), hardware: f.loadFaults(name, bootOf(n))}
-	for _, fault := range a.hardware.Faults {
+	a := &simAgent{name: name, node: node, logPath: logPath, done: make(chan struct{}),
+		hardware: f.loadFaults(name, bootOf(n)), board: f.loadBoard(name, string(n.UID))}
+	for _, fault := range slices.Concat(a.board.Faults, a.hardware.Faults) {
 		if err := node.Inject(fault); err != nil {
 			f.log.Error("sim fleet: restoring a fault of this boot", "node", name, "fault", fault.Kind, "err", err)
+		}
+	}
+	for _, gpu := range a.hardware.Surfaced {
+		if err := node.SurfaceLatent(gpu); err != nil {
+			f.log.Error("sim fleet: restoring a latent fault that surfaced in this boot", "node", name, "gpu", gpu, "err", err)
 		}
 	}
 	o := f.agent

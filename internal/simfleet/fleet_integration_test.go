@@ -117,12 +117,6 @@ func TestSimFleetFollowsNodes(t *testing.T) {
 	}
 }
 
-func (f *simFleet) agentOf(node string) *simAgent {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.agents[node]
-}
-
 func testutilGauge(f *simFleet) float64 {
 	mfs, err := f.registry.Gather()
 	if err != nil {

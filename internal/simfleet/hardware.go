@@ -18,6 +18,35 @@ type nodeFaults struct {
 	Boot    string      `json:"boot"`
 	Faults  []sim.Fault `json:"faults"`
 	Faulted bool        `json:"faulted"`
+	// Surfaced are the GPUs whose latent fault (the board's) surfaced as
+	// a fatal one in this boot.
+	Surfaced []int `json:"surfaced,omitempty"`
+}
+
+// boardFaults are the latent faults of a machine's board: they outlive
+// its reboots (a new boot keeps them) but not its replacement (a new
+// node, a new UID, draws clean hardware).
+type boardFaults struct {
+	UID    string      `json:"uid"`
+	Faults []sim.Fault `json:"faults"`
+}
+
+func (f *simFleet) boardPath(node string) string {
+	return filepath.Join(f.dir, "hardware", node+".board.json")
+}
+
+// loadBoard returns the latent faults of the node's board, if any.
+func (f *simFleet) loadBoard(node, uid string) boardFaults {
+	var b boardFaults
+	data, err := os.ReadFile(f.boardPath(node))
+	if err != nil || json.Unmarshal(data, &b) != nil || b.UID != uid {
+		return boardFaults{UID: uid}
+	}
+	return b
+}
+
+func (f *simFleet) saveBoard(node string, b boardFaults) error {
+	return writeJSONFile(f.boardPath(node), b)
 }
 
 // bootOf is the node's UID and the kwok provider's record of its last
@@ -41,11 +70,15 @@ func (f *simFleet) loadFaults(node, boot string) nodeFaults {
 }
 
 func (f *simFleet) saveFaults(node string, nf nodeFaults) error {
-	data, err := json.Marshal(nf)
+	return writeJSONFile(f.faultsPath(node), nf)
+}
+
+// writeJSONFile replaces path with v's JSON, whole or not at all.
+func writeJSONFile(path string, v any) error {
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	path := f.faultsPath(node)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

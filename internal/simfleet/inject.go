@@ -2,9 +2,11 @@ package simfleet
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
 
@@ -102,6 +104,10 @@ func (f *simFleet) injectOne() {
 func (f *simFleet) injectLocked(a *simAgent, class schedule.FaultClass, gpu int, in schedule.Injection) {
 	fault := class.Fault
 	fault.GPU = gpu
+	if fault.Kind == sim.KindLatent && f.opts.LatentSurfaceAfter > 0 {
+		fault.Params = maps.Clone(fault.Params)
+		fault.Params["surface-after"] = f.opts.LatentSurfaceAfter.String()
+	}
 	in.Node, in.Kind, in.GPU, in.Fatal = a.name, fault.Kind, gpu, class.Fatal
 	if err := a.node.Inject(fault); err != nil {
 		in.Skipped = "the simulator refused it: " + err.Error()
@@ -109,9 +115,17 @@ func (f *simFleet) injectLocked(a *simAgent, class schedule.FaultClass, gpu int,
 		f.log.Error("sim fleet: injecting fault", "node", a.name, "class", class.Name, "err", err)
 		return
 	}
-	a.hardware.Faults = append(a.hardware.Faults, fault)
-	a.hardware.Faulted = a.hardware.Faulted || class.Fatal
-	if err := f.saveFaults(a.name, a.hardware); err != nil {
+	var err error
+	if fault.Kind == sim.KindLatent {
+		// The board's, not the boot's: a reboot keeps it.
+		a.board.Faults = append(a.board.Faults, fault)
+		err = f.saveBoard(a.name, a.board)
+	} else {
+		a.hardware.Faults = append(a.hardware.Faults, fault)
+		a.hardware.Faulted = a.hardware.Faulted || class.Fatal
+		err = f.saveFaults(a.name, a.hardware)
+	}
+	if err != nil {
 		f.log.Error("sim fleet: keeping the fault on disk", "node", a.name, "err", err)
 	}
 	f.journal(in)

@@ -2,6 +2,7 @@ package simfleet
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,40 @@ func simFleetTestOptions(kubeconfig string) (Options, agent.Options) {
 			KmsgPoll: 50 * time.Millisecond, Output: "text", GCPercent: 100,
 			Sim: agent.SimOptions{GPUs: 8, Model: "H100-80GB-HBM3"},
 		}
+}
+
+// A check's level comes from its dcgmi command line in any of its forms;
+// a Job's pod name is stable per Job UID; managedBy picks the Jobs.
+func TestCheckJobHelpers(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  []string
+		want int
+	}{
+		{[]string{"dcgmi", "diag", "-r", "3", "-j"}, 3},
+		{[]string{"dcgmi", "diag", "--run=2"}, 2},
+		{[]string{"/bin/sh", "-c", "dcgmi diag -r1 -j"}, 1},
+		{[]string{"dcgmi", "diag", "-r", "long"}, 4},
+		{nil, 4},
+	} {
+		var p simPod
+		p.Spec.Containers = []podContainer{{Name: checkContainer, Command: tc.cmd}}
+		if got := dcgmLevel(&p); got != tc.want {
+			t.Errorf("%q: level %d, want %d", tc.cmd, got, tc.want)
+		}
+	}
+	var a, b checkJob
+	a.Name, a.UID = strings.Repeat("j", 63), "uid-1"
+	b.Name, b.UID = a.Name, "uid-2"
+	if pa := checkPodName(&a); len(pa) > 63 || pa == checkPodName(&b) || pa != checkPodName(&a) {
+		t.Errorf("pod names %q and %q", pa, checkPodName(&b))
+	}
+	other := "example.com/other"
+	f := &simFleet{opts: Options{CheckJobsManagedBy: "gpuheal.io/sim-fleet"}}
+	if f.answers(&a) {
+		t.Error("a fleet told to answer managedBy gpuheal.io/sim-fleet answered a Job of the built-in controller")
+	}
+	a.Spec.ManagedBy = &other
+	if f.answers(&a) || !(&simFleet{}).answers(&a) {
+		t.Error("managedBy filter wrong")
+	}
 }

@@ -3,8 +3,11 @@ package simfleet
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent"
 )
 
@@ -32,6 +35,52 @@ type Options struct {
 	ScheduleFile string
 	// Epoch is when the schedule starts; zero means when the fleet starts.
 	Epoch time.Time
+	// LatentSurfaceAfter, when set, replaces the workload time after which
+	// a planted latent fault surfaces (schedule.LatentSurfaceAfter).
+	LatentSurfaceAfter time.Duration
+
+	// AnswerChecks: the fleet plays the Job controller and the kubelet
+	// for the health gate's check Jobs on its nodes (checkjobs.go).
+	AnswerChecks bool
+	// CheckJobsManagedBy: answer only check Jobs whose spec.managedBy is
+	// this; "" answers every check Job (a cluster with no Job controller).
+	CheckJobsManagedBy string
+	// CheckNamespace limits the Jobs answered to one namespace; "" is all.
+	CheckNamespace string
+	// CheckPoll is how often check Jobs are listed.
+	CheckPoll time.Duration
+	// CheckDurations is how long a simulated check runs, per kind
+	// (DCGM, NCCL, NVBandwidth), divided by CheckSpeed.
+	CheckDurations map[v1alpha1.CheckKind]time.Duration
+	// CheckSpeed is the pace of the simulated checks (2: twice as fast).
+	CheckSpeed float64
+}
+
+// DefaultCheckDurations are the simulated run times of the check kinds:
+// about what `dcgmi diag -r 2`, an 8-GPU all_reduce_perf sweep and an
+// nvbandwidth device-to-device test take on an HGX node.
+var DefaultCheckDurations = map[v1alpha1.CheckKind]time.Duration{
+	v1alpha1.CheckDCGM:        3 * time.Minute,
+	v1alpha1.CheckNCCL:        time.Minute,
+	v1alpha1.CheckNVBandwidth: time.Minute,
+}
+
+// ParseCheckDurations reads KIND=DURATION pairs (--sim-fleet-check-durations)
+// over the defaults.
+func ParseCheckDurations(pairs map[string]string) (map[v1alpha1.CheckKind]time.Duration, error) {
+	out := maps.Clone(DefaultCheckDurations)
+	for _, k := range slices.Sorted(maps.Keys(pairs)) {
+		kind := v1alpha1.CheckKind(k)
+		if _, ok := DefaultCheckDurations[kind]; !ok {
+			return nil, fmt.Errorf("--sim-fleet-check-durations: unknown check kind %q (known: DCGM, NCCL, NVBandwidth)", k)
+		}
+		d, err := time.ParseDuration(pairs[k])
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("--sim-fleet-check-durations: %s=%q: want a positive duration like 90s", k, pairs[k])
+		}
+		out[kind] = d
+	}
+	return out, nil
 }
 
 // Validate checks the fleet's options and the agent options its agents
@@ -46,6 +95,12 @@ func (o Options) Validate(tmpl agent.Options) error {
 		return fmt.Errorf("--sim-fleet-faults-per-minute %v: must be 0 (none) or more", o.FaultsPerMinute)
 	case o.Resync < 100*time.Millisecond:
 		return fmt.Errorf("--sim-fleet-resync %v: must be at least 100ms", o.Resync)
+	case o.LatentSurfaceAfter < 0:
+		return fmt.Errorf("--sim-fleet-latent-surface-after %v: must not be negative", o.LatentSurfaceAfter)
+	case o.AnswerChecks && o.CheckPoll < 100*time.Millisecond:
+		return fmt.Errorf("--sim-fleet-check-poll %v: must be at least 100ms", o.CheckPoll)
+	case o.AnswerChecks && !(o.CheckSpeed > 0):
+		return fmt.Errorf("--sim-fleet-check-speed %v: must be above 0", o.CheckSpeed)
 	}
 	// Each agent gets its node's name; everything else is checked as for
 	// one agent.

@@ -33,6 +33,12 @@
 //	recovery-action      action=none|gpu-reset|node-reboot|drain-p2p|drain-and-reset or 0–4:
 //	                     RecoveryAction, ResetRequired, DrainAndResetRecommended; Xid 154
 //	                     "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot)"
+//	latent               mode=nccl-bandwidth|dcgm-memory|dcgm-diagnostic (required), factor (nccl-bandwidth,
+//	                     default 0.6), surface-after (load time, default never), surface=fell-off-bus|dbe:
+//	                     nothing passive and nothing logged; the board keeps it through Reset. Only the
+//	                     check outputs show it (DCGMDiag, NCCLAllReduce, NVBandwidth). After surface-after
+//	                     of workload (SetBusy) in one boot it becomes its passive fault (nccl-bandwidth and
+//	                     dcgm-diagnostic: fell-off-bus, Xid 79; dcgm-memory: dbe, Xid 48)
 //
 // Kernel-log records are kept (KernelLog) and streamed to
 // Options.KernelLog as raw /dev/kmsg lines ("4,12,600000123,-;NVRM: …");
@@ -41,5 +47,10 @@
 // link-speed report are level 6 and the AER decode lines level 4.
 //
 // A Schedule (LoadSchedule, YAML) times faults per node; Snapshot, ApplyDue
-// and Run apply entries whose time has come.
+// and Run apply entries whose time has come (Snapshot and ApplyDue also
+// surface latent faults whose load time has come).
+//
+// DCGMDiag, NCCLAllReduce and NVBandwidth print what `dcgmi diag -r N -j`,
+// nccl-tests' all_reduce_perf and nvbandwidth would print on the node now,
+// in their real formats and at most MaxCheckOutput bytes (checks.go).
 package sim

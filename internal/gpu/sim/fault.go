@@ -33,6 +33,7 @@ const (
 	KindDriverVersionChange  Kind = "driver-version-change"
 	KindFabricManagerStopped Kind = "fabric-manager-stopped"
 	KindRecoveryAction       Kind = "recovery-action"
+	KindLatent               Kind = "latent"
 )
 
 // kindInfo lists, per kind, whether it is node-level (GPU is ignored) and
@@ -58,6 +59,7 @@ var kindInfo = map[Kind]struct {
 	KindDriverVersionChange:  {node: true, params: []string{"version", "cuda"}},
 	KindFabricManagerStopped: {node: true},
 	KindRecoveryAction:       {params: []string{"action"}},
+	KindLatent:               {params: []string{"mode", "factor", "surface-after", "surface"}},
 }
 
 // Kinds lists every fault kind, sorted.
@@ -87,6 +89,7 @@ type spec struct {
 	temp                           float64
 	action                         gpu.RecoveryAction
 	version, cuda                  string
+	latent                         latentSpec
 }
 
 // Validate checks the kind and params without a node; Inject additionally
@@ -175,6 +178,8 @@ func (f Fault) parse() (spec, error) {
 		s.cuda = p.str("cuda", "", cudaVersionRE, "a CUDA version like 12.9")
 	case KindRecoveryAction:
 		s.action = p.action("action")
+	case KindLatent:
+		s.latent = p.latent()
 	}
 	return s, p.err
 }

@@ -20,6 +20,7 @@ func FuzzLoadSchedule(f *testing.F) {
 		"- at: 1s\n  fault: xid\n  params: {code: 79, message: \"a\\nb\", pid: 12, name: python3}",
 		"a: &a [*a, *a]",
 		"- {at: 1s, fault: sbe, params: {on: yes}}",
+		"- at: 1m\n  gpu: 3\n  fault: latent\n  params: {mode: nccl-bandwidth, factor: 0.6, surface-after: 30m, surface: dbe}",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -177,6 +177,9 @@ func (n *Node) applyLocked(s spec, now time.Time) error {
 		from := g.recovery
 		g.recovery = s.action
 		xid(154, uint64(s.action), recoveryMsg(from, s.action))
+	case KindLatent:
+		// Nothing to read or log: the board just carries it (latent.go).
+		n.latent[s.GPU] = &latentState{latentSpec: s.latent}
 	}
 	return n.log.emit(now.Sub(n.boot), out...)
 }

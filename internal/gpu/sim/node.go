@@ -39,6 +39,11 @@ type Node struct {
 	next   int           // first entry of due not yet applied
 	wake   chan struct{} // SetSchedule tells a waiting Run
 	closed bool
+	// latent faults by GPU index (nil: none); they belong to the board,
+	// so Reset keeps them (latent.go).
+	latent    []*latentState
+	busy      bool
+	busySince time.Time
 }
 
 var _ gpu.Source = (*Node)(nil)
@@ -57,6 +62,7 @@ func New(opts Options) (*Node, error) {
 		nvswitch: *o.NVSwitch,
 		log:      kernelLog{w: o.KernelLog, size: o.KernelLogSize},
 		wake:     make(chan struct{}, 1),
+		latent:   make([]*latentState, o.GPUs),
 	}
 	n.start = n.clock.Now()
 	n.boot = n.start.Add(-o.Uptime)
@@ -103,6 +109,7 @@ func (n *Node) Snapshot(ctx context.Context) (*gpu.NodeSnapshot, error) {
 	}
 	now := n.clock.Now()
 	_, applyErr := n.applyDueLocked(now)
+	applyErr = errors.Join(applyErr, n.surfaceDueLocked(now))
 	tick := uint64(max(now.Sub(n.boot), 0) / time.Second)
 	s := &gpu.NodeSnapshot{
 		Time:                now,
@@ -144,11 +151,13 @@ func (n *Node) KernelLog(fromSeq uint64) []Record {
 
 // Reset puts every GPU and node fact back to what New built. The kernel
 // log keeps its records and sequence numbers, and schedule entries that
-// were already applied stay applied, so nothing fires twice.
+// were already applied stay applied, so nothing fires twice. Latent
+// faults stay too (they are the board's), with their load time restarted.
 func (n *Node) Reset() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.resetLocked()
+	n.rearmLatentLocked()
 }
 
 func (n *Node) resetLocked() {
@@ -167,7 +176,8 @@ func (n *Node) resetLocked() {
 // the matching repair would: a reset activates pending row remaps and
 // zeroes volatile ECC counters, a reboot brings a lost GPU back, a reload
 // ends a driver mismatch. Aggregate counters, remapped-row counts and Xid
-// totals are history and stay. Clearing xid is a no-op. Nothing is logged.
+// totals are history and stay. Clearing xid is a no-op, and so is
+// clearing latent: no repair but a new board removes it. Nothing is logged.
 func (n *Node) Clear(gpuIndex int, kind Kind) error {
 	info, ok := kindInfo[kind]
 	if !ok {

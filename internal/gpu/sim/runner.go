@@ -42,7 +42,8 @@ func (n *Node) ApplyDue(now time.Time) ([]Entry, error) {
 	if n.closed {
 		return nil, errClosed
 	}
-	return n.applyDueLocked(now)
+	applied, err := n.applyDueLocked(now)
+	return applied, errors.Join(err, n.surfaceDueLocked(now))
 }
 
 func (n *Node) applyDueLocked(now time.Time) ([]Entry, error) {

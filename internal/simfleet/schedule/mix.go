@@ -34,6 +34,25 @@ var mix = []FaultClass{
 	{"thermal", 6, sim.Fault{Kind: sim.KindThermalSlowdown}, false},
 }
 
+// planted are classes the mix never draws: only a schedule or the demo
+// puts them on a node. Each is a latent fault (internal/gpu/sim): no
+// passive signal until surfaceAfter of workload, when it surfaces as a
+// fatal fault; a health gate's check finds it at once. Not Fatal: on its
+// own it takes no node out of service.
+var planted = []FaultClass{
+	{"latent-nccl-bandwidth", 0, latentFault(sim.LatentNCCLBandwidth), false},
+	{"latent-dcgm-memory", 0, latentFault(sim.LatentDCGMMemory), false},
+	{"latent-dcgm-diagnostic", 0, latentFault(sim.LatentDCGMDiagnostic), false},
+}
+
+// LatentSurfaceAfter is the workload time after which a planted latent
+// fault surfaces, unless the fleet is told otherwise.
+const LatentSurfaceAfter = "20m"
+
+func latentFault(mode sim.LatentMode) sim.Fault {
+	return sim.Fault{Kind: sim.KindLatent, Params: map[string]string{"mode": string(mode), "surface-after": LatentSurfaceAfter}}
+}
+
 // Draw picks a class with probability proportional to its weight.
 func Draw(rng *rand.Rand) FaultClass {
 	var total float64
@@ -50,11 +69,14 @@ func Draw(rng *rand.Rand) FaultClass {
 	return mix[len(mix)-1]
 }
 
-// ClassNamed returns the class of the mix with that name.
+// ClassNamed returns the class of the mix, or a planted one, with that
+// name.
 func ClassNamed(name string) (FaultClass, bool) {
-	for _, c := range mix {
-		if c.Name == name {
-			return c, true
+	for _, list := range [][]FaultClass{mix, planted} {
+		for _, c := range list {
+			if c.Name == name {
+				return c, true
+			}
 		}
 	}
 	return FaultClass{}, false

@@ -72,3 +72,23 @@ func TestSchedule(t *testing.T) {
 		t.Errorf("a bad class on line 2 gave %v", err)
 	}
 }
+
+// The latent classes are for schedules only: the mix never draws them, a
+// schedule names them, and their faults are valid.
+func TestPlantedClassesAreNeverDrawn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 1)) //nolint:gosec // test
+	for range 5000 {
+		if c := Draw(rng); strings.HasPrefix(c.Name, "latent-") {
+			t.Fatalf("the mix drew %s", c.Name)
+		}
+	}
+	for _, name := range []string{"latent-nccl-bandwidth", "latent-dcgm-memory", "latent-dcgm-diagnostic"} {
+		c, ok := ClassNamed(name)
+		if !ok || c.Fatal {
+			t.Fatalf("class %s: found %v, fatal %v", name, ok, c.Fatal)
+		}
+		if err := c.Fault.Validate(); err != nil {
+			t.Fatalf("class %s: %v", name, err)
+		}
+	}
+}
