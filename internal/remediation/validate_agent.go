@@ -101,7 +101,7 @@ func judgeAgentReport(raw string, present bool, since time.Time, bootID string, 
 	}
 	rep, err := parseAgentReport(raw)
 	if err != nil {
-		v.outcome, v.message = v1alpha1.CheckError, err.Error()
+		v.outcome, v.message = v1alpha1.CheckError, cleanLine(err.Error(), 1024)
 		v.excerpt = truncate(raw, 512)
 		return v
 	}
@@ -112,7 +112,7 @@ func judgeAgentReport(raw string, present bool, since time.Time, bootID string, 
 			rep.Time.UTC().Format(time.RFC3339), sinceSecond.UTC().Format(time.RFC3339))
 		return v
 	case rep.BootID != "" && bootID != "" && rep.BootID != bootID:
-		v.pending = fmt.Sprintf("the agent's report is of boot %s, the node runs boot %s", truncate(rep.BootID, 64), bootID)
+		v.pending = fmt.Sprintf("the agent's report is of boot %s, the node runs boot %s", cleanLine(rep.BootID, 64), cleanLine(bootID, 64))
 		return v
 	}
 	byName := make(map[string]v1alpha1.AgentCheck, len(rep.Checks))
@@ -158,14 +158,16 @@ func agentFloor(names []string) string {
 }
 
 // oneLine keeps text from the node short and on one line.
-func oneLine(s string) string {
-	s = strings.Map(func(r rune) rune {
+func oneLine(s string) string { return cleanLine(s, 200) }
+
+// cleanLine is s without control characters, cut to n bytes.
+func cleanLine(s string, n int) string {
+	return truncate(strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '
 		}
 		return r
-	}, s)
-	return truncate(s, 200)
+	}, s), n)
 }
 
 // compactJSON is raw with insignificant space removed, for an excerpt.
