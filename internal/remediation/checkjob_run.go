@@ -24,6 +24,9 @@ import (
 // well under this.
 const maxCheckOutput = 1 << 20
 
+// maxLogWait bounds reading a check pod's log.
+const maxLogWait = 20 * time.Second
+
 // podLogReader reads a container's log: the typed clientset's pods/log,
 // which controller-runtime's client does not offer.
 type podLogReader interface {
@@ -34,6 +37,11 @@ type podLogReader interface {
 type clientsetLogs struct{ cs kubernetes.Interface }
 
 func (l clientsetLogs) podLog(ctx context.Context, namespace, pod, container string) ([]byte, error) {
+	// The API server proxies the log from the node's kubelet, which may
+	// not answer (the node under test is suspect): the termination message
+	// is the fallback, so a reconcile does not wait long for it.
+	ctx, cancel := context.WithTimeout(ctx, maxLogWait)
+	defer cancel()
 	limit := int64(maxCheckOutput)
 	rc, err := l.cs.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, LimitBytes: &limit}).Stream(ctx)
 	if err != nil {
