@@ -222,9 +222,9 @@ type RemediationPolicySpec struct {
 	Paused bool `json:"paused,omitempty"`
 	// Validation is the health gate: the checks a node must pass after a
 	// reboot or a replacement (and, when asked, when it joins or while it
-	// idles) before it is uncordoned. The controller does not enforce it
-	// yet (docs/health-gate.md): a node is back once its conditions are
-	// healthy for the recovery hold, as without it.
+	// idles) before it is uncordoned (docs/health-gate.md). After a repair
+	// the node stays cordoned and tainted gpuheal.io/validating while the
+	// checks run; a failure after a reboot replaces it.
 	// +optional
 	Validation *ValidationSpec `json:"validation,omitempty"`
 }

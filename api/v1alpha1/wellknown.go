@@ -281,6 +281,11 @@ const (
 	// the agent's advice.
 	EventReasonBadRecommendation = "BadRecommendedActions"
 	EventReasonRemediationPrefix = "Remediation"
+	// EventReasonValidationPassed and EventReasonValidationFailed: a health
+	// gate check finished (on the NodeRemediation and the node it tested);
+	// Failed also for an Error outcome.
+	EventReasonValidationPassed = "ValidationPassed"
+	EventReasonValidationFailed = "ValidationFailed"
 )
 
 // Audit log (verifiable, signed tree heads).

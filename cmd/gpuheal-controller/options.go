@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 
+	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/flagenv"
 	"github.com/gpuheal/gpuheal/internal/logging"
 	"github.com/gpuheal/gpuheal/internal/remediation"
@@ -81,6 +82,13 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.run.StatusPage, "status-page", false, "serve a read-only web page of the fleet at /status/ on the metrics address; open it through the API server's service proxy or a port-forward (docs/status-page.md)")
 	fs.StringVar(&c.Self.Name, "pod-name", "", "the controller's own pod, which drains leave in place (the chart sets it from the downward API)")
 	fs.StringVar(&c.Self.Namespace, "pod-namespace", "", "namespace of --pod-name")
+	ck := &c.Checks
+	var imgDCGM, imgNCCL, imgNVB string
+	fs.StringVar(&ck.Namespace, "check-namespace", "", "namespace of the health gate's check Jobs (default: --pod-namespace, else $POD_NAMESPACE, else default)")
+	fs.StringVar(&imgDCGM, "check-image-dcgm", remediation.DefaultCheckImageDCGM, "image of DCGM checks that name none (run as: sh -c \"nv-hostengine && exec dcgmi diag -r LEVEL -j\")")
+	fs.StringVar(&imgNCCL, "check-image-nccl", remediation.DefaultCheckImageNCCL, "image of NCCL checks that name none (run as: all_reduce_perf -b 8 -e 8G -f 2 -g GPUS)")
+	fs.StringVar(&imgNVB, "check-image-nvbandwidth", "", "image of NVBandwidth checks that name none (run as: nvbandwidth -t device_to_device_memcpy_read_ce); empty: such checks end as Error")
+	fs.StringVar(&ck.JobsManagedBy, "check-jobs-managed-by", "", "spec.managedBy of the check Jobs, for a controller other than Kubernetes' own Job controller to run them (a simulated fleet); empty: the built-in one")
 	var releaseController string
 	fs.BoolVar(&o.release, "release", false, "instead of running: stop the controller (--release-controller), end open incidents and uncordon every node gpuheal cordoned, then exit (the chart's uninstall hook)")
 	fs.StringVar(&releaseController, "release-controller", "", "with --release: the controller Deployment NAMESPACE/NAME to scale to zero first")
@@ -112,6 +120,13 @@ func parseOptions(args []string) (*options, error) {
 	}
 	if c.Poll <= 0 || c.Workers <= 0 {
 		return nil, fmt.Errorf("--poll-interval %v and --workers %d: must be positive", c.Poll, c.Workers)
+	}
+	if ck.Namespace == "" {
+		ck.Namespace = c.Self.Namespace
+	}
+	ck.Images = map[gpuhealv1.CheckKind]string{gpuhealv1.CheckDCGM: imgDCGM, gpuhealv1.CheckNCCL: imgNCCL, gpuhealv1.CheckNVBandwidth: imgNVB}
+	if err := ck.Validate(); err != nil {
+		return nil, err
 	}
 	if releaseController != "" {
 		ns, name, ok := strings.Cut(releaseController, "/")

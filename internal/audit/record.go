@@ -35,6 +35,11 @@ const (
 	ProviderError Kind = "ProviderError"
 	// Escalated: a reboot did not heal the node; it is replaced instead.
 	Escalated Kind = "Escalated"
+	// CheckFinished: a health gate check was judged on the node (Node:
+	// the replacement, after a replace); Reason is its outcome (Passed,
+	// Failed, Error), Message names the check, value and floor, Duration
+	// is the check's.
+	CheckFinished Kind = "CheckFinished"
 	// Recovered: the node (or its replacement) is Ready and healthy;
 	// Duration is the time to recover.
 	Recovered Kind = "Recovered"
@@ -48,7 +53,7 @@ const (
 
 // Kinds lists every Kind this version knows, in the order of an incident.
 var Kinds = []Kind{Detected, Decided, DryRun, Held, Cordoned, Evicted, EvictionBlocked, Drained,
-	ActionRequested, ProviderError, Escalated, Recovered, Uncordoned, Succeeded, Failed, Cancelled}
+	ActionRequested, ProviderError, Escalated, CheckFinished, Recovered, Uncordoned, Succeeded, Failed, Cancelled}
 
 // Severities used by the controller; Severity is free text for others.
 const (

@@ -199,6 +199,9 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonNodeDeleted, "the node was deleted while rebooting")
 		}
 		if healthy, wait := r.healthyFor(in); healthy {
+			if gated(in) {
+				return ctrl.Result{}, r.startValidating(ctx, in, in.node, "the node is Ready and healthy after the reboot")
+			}
 			if err := r.uncordon(ctx, in); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -267,6 +270,9 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 			return ctrl.Result{}, err
 		}
 	} else if healthy, wait := r.replacementHealthy(in, &n); healthy {
+		if gated(in) {
+			return ctrl.Result{}, r.startValidating(ctx, in, &n, "replacement node "+replacement+" is Ready and healthy")
+		}
 		r.recovered(ctx, in, replacement)
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonReplaced, "replacement node "+replacement+" is Ready and healthy")
 	} else if wait > 0 && since <= e.ReplaceTimeout.Duration {

@@ -78,6 +78,7 @@ type controllerConfig struct {
 	self           types.NamespacedName
 	providers      provider.Set  // default: the simulated cloud (kwok) and none
 	preflightEvery time.Duration // default: DefaultPreflightEvery
+	checks         CheckOptions  // the health gate's Job checks
 }
 
 // startController runs a controller (manager + reconcilers + the simulated
@@ -121,6 +122,7 @@ func (h *harness) startController(cfg controllerConfig) (stop func()) {
 		ScoreEvery:         200 * time.Millisecond,
 		Self:               cfg.self,
 		PreflightEvery:     cfg.preflightEvery,
+		Checks:             cfg.checks,
 		SkipNameValidation: true,
 	})
 	if err != nil {

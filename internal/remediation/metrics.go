@@ -41,6 +41,15 @@ var (
 		Name: "gpuheal_provider_ready",
 		Help: "1 while a policy's last provider preflight passed, 0 while it failed (its incidents wait in Pending); absent before the first.",
 	}, []string{"policy"})
+	validationChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpuheal_validation_checks_total",
+		Help: "Health gate checks judged, by kind (Agent, DCGM, NCCL, NVBandwidth) and outcome (Passed, Failed, Error).",
+	}, []string{"kind", "outcome"})
+	validationCheckDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gpuheal_validation_check_duration_seconds",
+		Help:    "Time health gate checks took, from their start to their outcome, by kind.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200},
+	}, []string{"kind"})
 	nodePatchConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gpuheal_node_patch_conflicts_total",
 		Help: "Cordon and uncordon patches refused because the node's taints or cordon changed since it was read (each is read again and retried).",
@@ -48,5 +57,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, causeBreakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts, providerReady)
+	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, causeBreakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts, providerReady, validationChecks, validationCheckDuration)
 }

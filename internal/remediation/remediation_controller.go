@@ -51,6 +51,8 @@ type remediationReconciler struct {
 	self types.NamespacedName
 	// retention: finished incidents are deleted after it (ControllerOptions.IncidentRetention).
 	retention time.Duration
+	// checks: how the health gate runs its Job checks (ControllerOptions.Checks).
+	checks CheckOptions
 }
 
 // newRemediationReconciler is the state machine with o's clock, providers,
@@ -59,7 +61,7 @@ type remediationReconciler struct {
 func newRemediationReconciler(c client.Client, reader client.Reader, recorder events.EventRecorder, o ControllerOptions, aud auditor) *remediationReconciler {
 	return &remediationReconciler{
 		client: c, reader: reader, recorder: cleanEvents{recorder}, clock: o.Clock,
-		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self, retention: o.IncidentRetention,
+		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self, retention: o.IncidentRetention, checks: o.Checks,
 		fleet:       &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
 		causeOpened: map[string]v1alpha1.CauseBreaker{},
 	}
@@ -136,6 +138,8 @@ func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return r.requestAction(ctx, in)
 	case v1alpha1.PhaseVerifying:
 		return r.verifying(ctx, in)
+	case v1alpha1.PhaseValidating:
+		return r.validating(ctx, in)
 	}
 	return ctrl.Result{}, fmt.Errorf("remediation %s: unknown phase %q", nr.Name, nr.Status.Phase)
 }

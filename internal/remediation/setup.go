@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,6 +74,9 @@ type ControllerOptions struct {
 	// PreflightEvery is how often each policy's provider proves that it
 	// can act (default DefaultPreflightEvery, jittered).
 	PreflightEvery time.Duration
+	// Checks configures the health gate's Job checks: their namespace,
+	// default images and managedBy.
+	Checks CheckOptions
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).
 	SkipNameValidation bool
@@ -101,6 +105,7 @@ func (o ControllerOptions) withDefaults() ControllerOptions {
 	if o.PreflightEvery <= 0 {
 		o.PreflightEvery = DefaultPreflightEvery
 	}
+	o.Checks = o.Checks.withDefaults()
 	return o
 }
 
@@ -154,6 +159,13 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		return fmt.Errorf("setting up node controller: %w", err)
 	}
 
+	if o.Checks.Logs == nil {
+		cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+		if err != nil {
+			return fmt.Errorf("creating the client for check pods' logs: %w", err)
+		}
+		o.Checks.Logs = clientsetLogs{cs}
+	}
 	rems := newRemediationReconciler(c, mgr.GetAPIReader(), recorder, o, aud)
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("noderemediation").

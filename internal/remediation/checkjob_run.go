@@ -1,0 +1,232 @@
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/validation"
+)
+
+// maxCheckOutput bounds what is read of a check pod's log. The tools'
+// verdicts sit at the end of their output (nccl-tests' average, DCGM's
+// closing JSON brace) and a full nccl-tests or DCGM level 4 run prints
+// well under this.
+const maxCheckOutput = 1 << 20
+
+// maxLogWait bounds reading a check pod's log.
+const maxLogWait = 20 * time.Second
+
+// podLogReader reads a container's log: the typed clientset's pods/log,
+// which controller-runtime's client does not offer.
+type podLogReader interface {
+	podLog(ctx context.Context, namespace, pod, container string) ([]byte, error)
+}
+
+// clientsetLogs reads pods/log through a typed clientset.
+type clientsetLogs struct{ cs kubernetes.Interface }
+
+func (l clientsetLogs) podLog(ctx context.Context, namespace, pod, container string) ([]byte, error) {
+	// The API server proxies the log from the node's kubelet, which may
+	// not answer (the node under test is suspect): the termination message
+	// is the fallback, so a reconcile does not wait long for it.
+	ctx, cancel := context.WithTimeout(ctx, maxLogWait)
+	defer cancel()
+	limit := int64(maxCheckOutput)
+	rc, err := l.cs.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, LimitBytes: &limit}).Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rc.Close() }()
+	return io.ReadAll(io.LimitReader(rc, maxCheckOutput))
+}
+
+// jobCheck is one step of a Job check: judged (outcome set), or waiting.
+type jobCheck struct {
+	outcome v1alpha1.CheckOutcome
+	value   string
+	floor   string
+	message string
+	excerpt string
+	// wait says what the check waits for, while outcome is empty.
+	wait string
+}
+
+// runJobCheck advances the Job check res of c on node: it creates the Job
+// once, reads it back past the cache (the cache holds no Jobs: the
+// controller may only read them in its check namespace, and a cluster-wide
+// informer of every Job would cost memory for a handful of checks), and
+// once it has finished reads and judges its output and deletes it. The
+// caller times the check out.
+func (r *remediationReconciler) runJobCheck(ctx context.Context, in *incident, node *corev1.Node, c v1alpha1.ValidationCheck, res *v1alpha1.CheckResult) (jobCheck, error) {
+	floor, minGBps, ferr := checkFloor(c, node)
+	if ferr != nil {
+		return jobCheck{outcome: v1alpha1.CheckFailed, floor: "a floor for the node's GPU product", message: ferr.Error()}, nil
+	}
+	image, err := checkImage(c, r.checks.Images)
+	if err != nil {
+		return jobCheck{outcome: v1alpha1.CheckError, floor: floor, message: err.Error()}, nil
+	}
+	gpus := nodeGPUs(node)
+	if gpus <= 0 {
+		return jobCheck{outcome: v1alpha1.CheckError, floor: floor,
+			message: fmt.Sprintf("node %s has no allocatable %s for the check to request", node.Name, v1alpha1.ResourceNvidiaGPU)}, nil
+	}
+	ns, name, _ := strings.Cut(res.Job, "/")
+	var job batchv1.Job
+	err = r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job)
+	switch {
+	case apierrors.IsNotFound(err):
+		job := checkJob(checkJobSpec{Name: name, Namespace: ns, Node: node, Check: c, Purpose: v1alpha1.CheckPurposeRepair,
+			Incident: in.nr.Name, Image: image, Command: checkCommand(c, gpus), ManagedBy: r.checks.JobsManagedBy})
+		if err := r.client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+			return jobCheck{}, fmt.Errorf("creating check Job %s: %w", res.Job, err)
+		}
+		return jobCheck{wait: "Job " + res.Job + " created"}, nil
+	case err != nil:
+		return jobCheck{}, fmt.Errorf("reading check Job %s: %w", res.Job, err)
+	}
+	done, failed := jobFinished(&job)
+	if !done {
+		return jobCheck{wait: "Job " + res.Job + " running"}, nil
+	}
+	out, src, err := r.checkOutput(ctx, &job)
+	if err != nil {
+		return jobCheck{}, err
+	}
+	var v validation.Verdict
+	switch {
+	case len(out) == 0 && failed != "":
+		v = validation.Verdict{Outcome: v1alpha1.CheckError, Floor: floor, Message: "the check's Job failed without output: " + failed}
+	case len(out) == 0:
+		v = validation.Verdict{Outcome: v1alpha1.CheckError, Floor: floor, Message: "the check's Job finished without output"}
+	default:
+		v = judgeOutput(c, out, minGBps)
+		v.Message += " (output from the pod's " + src + ")"
+	}
+	if err := r.deleteCheckJob(ctx, &job); err != nil {
+		return jobCheck{}, err
+	}
+	return jobCheck{outcome: v.Outcome, value: v.Value, floor: v.Floor, message: v.Message, excerpt: v.Excerpt}, nil
+}
+
+// judgeOutput hands the output to its kind's parser.
+func judgeOutput(c v1alpha1.ValidationCheck, out []byte, minGBps float64) validation.Verdict {
+	switch c.Kind {
+	case v1alpha1.CheckDCGM:
+		return validation.JudgeDCGM(out, int(c.Level))
+	case v1alpha1.CheckNCCL:
+		return validation.JudgeNCCL(out, minGBps)
+	default:
+		return validation.JudgeNVBandwidth(out, minGBps)
+	}
+}
+
+// jobFinished reports whether the Job ended, and why when it failed.
+func jobFinished(j *batchv1.Job) (done bool, failed string) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+			return true, ""
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			why := c.Reason
+			if c.Message != "" {
+				why += ": " + c.Message
+			}
+			return true, why
+		}
+	}
+	return false, ""
+}
+
+// checkOutput is the output of the Job's last pod: its log, else its
+// container's termination message (which the kubelet fills from the log's
+// tail when the container failed, FallbackToLogsOnError).
+func (r *remediationReconciler) checkOutput(ctx context.Context, j *batchv1.Job) (out []byte, source string, err error) {
+	pod, err := r.checkPod(ctx, j)
+	if err != nil || pod == nil {
+		return nil, "", err
+	}
+	if r.checks.Logs != nil {
+		if b, err := r.checks.Logs.podLog(ctx, pod.Namespace, pod.Name, checkContainer); err == nil && len(b) > 0 {
+			return b, "log", nil
+		}
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == checkContainer && s.State.Terminated != nil && s.State.Terminated.Message != "" {
+			return []byte(s.State.Terminated.Message), "termination message", nil
+		}
+	}
+	return nil, "", nil
+}
+
+// checkPod is the Job's most recent pod (backoffLimit 0: normally its only one).
+func (r *remediationReconciler) checkPod(ctx context.Context, j *batchv1.Job) (*corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := r.reader.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{labelJobName: j.Name}); err != nil {
+		return nil, fmt.Errorf("listing the pods of check Job %s/%s: %w", j.Namespace, j.Name, err)
+	}
+	var last *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp) {
+			last = p
+		}
+	}
+	return last, nil
+}
+
+// checkScheduled reports whether any pod of the check's Job was bound to
+// a node: a check that times out without one was never run.
+func (r *remediationReconciler) checkScheduled(ctx context.Context, jobRef string) bool {
+	ns, name, _ := strings.Cut(jobRef, "/")
+	var pods corev1.PodList
+	if err := r.reader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{labelJobName: name}); err != nil {
+		return true // unknown: say "timed out", the weaker claim
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteCheckJob deletes a check Job and, in the background, its pods.
+func (r *remediationReconciler) deleteCheckJob(ctx context.Context, j *batchv1.Job) error {
+	bg := metav1.DeletePropagationBackground
+	if err := r.client.Delete(ctx, j, &client.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting check Job %s/%s: %w", j.Namespace, j.Name, err)
+	}
+	return nil
+}
+
+// deleteCheckJobRef deletes the check Job named "namespace/name", if any.
+func (r *remediationReconciler) deleteCheckJobRef(ctx context.Context, ref string) error {
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		return nil
+	}
+	return r.deleteCheckJob(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+}
+
+// checkTimeout is the check's timeout (the CRD defaults it to 15m).
+func checkTimeout(c v1alpha1.ValidationCheck) time.Duration {
+	if c.Timeout == nil || c.Timeout.Duration <= 0 {
+		return 15 * time.Minute
+	}
+	return c.Timeout.Duration
+}
