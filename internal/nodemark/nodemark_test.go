@@ -14,6 +14,7 @@ import (
 func TestRelease(t *testing.T) {
 	ours := corev1.Taint{Key: v1alpha1.TaintUnhealthy, Effect: corev1.TaintEffectNoSchedule}
 	theirs := corev1.Taint{Key: v1alpha1.TaintKarpenterDisrupted, Effect: corev1.TaintEffectNoSchedule}
+	gate := corev1.Taint{Key: v1alpha1.TaintValidating, Effect: corev1.TaintEffectNoSchedule}
 	node := func(cordoned bool, ann map[string]string, taints ...corev1.Taint) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: ann}, Spec: corev1.NodeSpec{Unschedulable: cordoned, Taints: taints}}
 	}
@@ -27,6 +28,8 @@ func TestRelease(t *testing.T) {
 		{"ours over someone's earlier cordon", node(true, map[string]string{v1alpha1.AnnotationCordonedBy: "nr", v1alpha1.AnnotationWasUnschedulable: "true"}, ours),
 			true, node(true, map[string]string{}, []corev1.Taint{}...)},
 		{"our taint beside their cordon", node(true, nil, ours), true, node(true, nil, []corev1.Taint{}...)},
+		{"the gate's join taint", node(false, nil, gate, theirs), true, node(false, nil, theirs)},
+		{"the gate's taint beside our cordon", node(true, map[string]string{v1alpha1.AnnotationCordonedBy: "nr"}, ours, gate), true, node(false, map[string]string{}, []corev1.Taint{}...)},
 		{"their cordon only", node(true, nil, theirs), false, node(true, nil, theirs)},
 		{"nothing", node(false, nil), false, node(false, nil)},
 	} {

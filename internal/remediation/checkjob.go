@@ -100,6 +100,9 @@ type checkJobSpec struct {
 	Check           v1alpha1.ValidationCheck
 	Purpose         string
 	Incident        string // the NodeRemediation, for repair checks
+	// PriorityClass of the pod: idle checks run at the lowest priority, so
+	// that any workload preempts them.
+	PriorityClass string
 	Image           string
 	Command         []string
 	ManagedBy       string
@@ -174,7 +177,8 @@ func checkJob(s checkJobSpec) *batchv1.Job {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
 				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
+					RestartPolicy:     corev1.RestartPolicyNever,
+					PriorityClassName: s.PriorityClass,
 					Containers: []corev1.Container{{
 						Name: checkContainer, Image: s.Image, Command: s.Command,
 						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{

@@ -60,7 +60,21 @@ type jobCheck struct {
 	excerpt string
 	// wait says what the check waits for, while outcome is empty.
 	wait string
+	// disrupted: the Job failed because its pod was preempted or deleted,
+	// not because of the node: an idle check then counts as not run.
+	disrupted bool
 }
+
+// checkJobOwner is who a check Job runs for: its purpose
+// (LabelCheckPurpose) and, for a repair, the incident.
+type checkJobOwner struct {
+	purpose  string
+	incident string
+}
+
+// disruptedPrefix starts the message of a check whose pod was preempted
+// or deleted.
+const disruptedPrefix = "the check's pod was preempted or deleted: "
 
 // runJobCheck advances the Job check res of c on node: it creates the Job
 // once, reads it back past the cache (the cache holds no Jobs: the
@@ -68,7 +82,7 @@ type jobCheck struct {
 // informer of every Job would cost memory for a handful of checks), and
 // once it has finished reads and judges its output and deletes it. The
 // caller times the check out.
-func (r *remediationReconciler) runJobCheck(ctx context.Context, in *incident, node *corev1.Node, c v1alpha1.ValidationCheck, res *v1alpha1.CheckResult) (jobCheck, error) {
+func (r *remediationReconciler) runJobCheck(ctx context.Context, node *corev1.Node, c v1alpha1.ValidationCheck, res *v1alpha1.CheckResult, owner checkJobOwner) (jobCheck, error) {
 	floor, minGBps, ferr := checkFloor(c, node)
 	if ferr != nil {
 		return jobCheck{outcome: v1alpha1.CheckFailed, floor: "a floor for the node's GPU product", message: ferr.Error()}, nil
@@ -87,8 +101,12 @@ func (r *remediationReconciler) runJobCheck(ctx context.Context, in *incident, n
 	err = r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job)
 	switch {
 	case apierrors.IsNotFound(err):
-		job := checkJob(checkJobSpec{Name: name, Namespace: ns, Node: node, Check: c, Purpose: v1alpha1.CheckPurposeRepair,
-			Incident: in.nr.Name, Image: image, Command: checkCommand(c, gpus), ManagedBy: r.checks.JobsManagedBy})
+		spec := checkJobSpec{Name: name, Namespace: ns, Node: node, Check: c, Purpose: owner.purpose,
+			Incident: owner.incident, Image: image, Command: checkCommand(c, gpus), ManagedBy: r.checks.JobsManagedBy}
+		if owner.purpose == v1alpha1.CheckPurposeIdle {
+			spec.PriorityClass = v1alpha1.PriorityClassIdleCheck
+		}
+		job := checkJob(spec)
 		if err := r.client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 			return jobCheck{}, fmt.Errorf("creating check Job %s: %w", res.Job, err)
 		}
@@ -99,6 +117,18 @@ func (r *remediationReconciler) runJobCheck(ctx context.Context, in *incident, n
 	done, failed := jobFinished(&job)
 	if !done {
 		return jobCheck{wait: "Job " + res.Job + " running"}, nil
+	}
+	if failed != "" {
+		gone, err := r.checkDisrupted(ctx, &job)
+		if err != nil {
+			return jobCheck{}, err
+		}
+		if gone != "" {
+			if err := r.deleteCheckJob(ctx, &job); err != nil {
+				return jobCheck{}, err
+			}
+			return jobCheck{outcome: v1alpha1.CheckError, floor: floor, disrupted: true, message: gone + " (the Job: " + failed + ")"}, nil
+		}
 	}
 	out, src, err := r.checkOutput(ctx, &job)
 	if err != nil {
@@ -187,6 +217,29 @@ func (r *remediationReconciler) checkPod(ctx context.Context, j *batchv1.Job) (*
 		}
 	}
 	return last, nil
+}
+
+// checkDisrupted says why a failed Job's pod did not run to its end when
+// something other than the check ended it: the scheduler preempted it for
+// a workload (condition DisruptionTarget), or it was deleted. Empty when
+// the pod ran to its end.
+func (r *remediationReconciler) checkDisrupted(ctx context.Context, j *batchv1.Job) (string, error) {
+	pod, err := r.checkPod(ctx, j)
+	if err != nil {
+		return "", err
+	}
+	if pod == nil {
+		return "the Job has no pod left", nil
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return fmt.Sprintf("pod %s: %s %s", pod.Name, c.Reason, c.Message), nil
+		}
+	}
+	if pod.DeletionTimestamp != nil {
+		return "pod " + pod.Name + " was deleted", nil
+	}
+	return "", nil
 }
 
 // checkScheduled reports whether any pod of the check's Job was bound to

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/nodemark"
 )
 
 // The health gate's Validating phase. A node the reboot healed (or the
@@ -113,9 +114,26 @@ func (r *remediationReconciler) checkOwner(in *incident) string {
 	return in.nr.Name
 }
 
-// runCheck advances one check; it returns how soon to look again while
-// the check runs, or 0 once res holds its outcome (written to the status).
+// runCheck advances one check of the incident; it returns how soon to
+// look again while the check runs, or 0 once res holds its outcome
+// (written to the status).
 func (r *remediationReconciler) runCheck(ctx context.Context, in *incident, node *corev1.Node, c v1alpha1.ValidationCheck, res *v1alpha1.CheckResult) (time.Duration, error) {
+	wait, err := r.stepCheck(ctx, node, c, res, checkJobOwner{purpose: v1alpha1.CheckPurposeRepair, incident: in.nr.Name})
+	if err != nil || wait > 0 {
+		return wait, err
+	}
+	if err := r.client.Status().Update(ctx, in.nr); err != nil {
+		return 0, err
+	}
+	r.checkFinished(ctx, in, node, *res)
+	return 0, nil
+}
+
+// stepCheck advances check c on node for whoever runs it (an incident's
+// gate, a join or an idle check): it returns how soon to look again while
+// the check runs, or 0 once it has filled res's outcome, which the caller
+// saves.
+func (r *remediationReconciler) stepCheck(ctx context.Context, node *corev1.Node, c v1alpha1.ValidationCheck, res *v1alpha1.CheckResult, owner checkJobOwner) (time.Duration, error) {
 	var got jobCheck
 	if c.Kind == v1alpha1.CheckAgent {
 		raw, ok := node.Annotations[v1alpha1.AnnotationAgentChecks]
@@ -123,7 +141,7 @@ func (r *remediationReconciler) runCheck(ctx context.Context, in *incident, node
 		got = jobCheck{outcome: v.outcome, value: v.value, floor: v.floor, message: v.message, excerpt: v.excerpt, wait: v.pending}
 	} else {
 		var err error
-		if got, err = r.runJobCheck(ctx, in, node, c, res); err != nil {
+		if got, err = r.runJobCheck(ctx, node, c, res, owner); err != nil {
 			return 0, err
 		}
 	}
@@ -146,25 +164,16 @@ func (r *remediationReconciler) runCheck(ctx context.Context, in *incident, node
 	now := metav1.NewTime(r.clock.Now())
 	res.Outcome, res.Value, res.Floor, res.Finished = got.outcome, truncate(got.value, 256), truncate(got.floor, 256), &now
 	res.Message, res.Excerpt = truncate(got.message, 1024), truncate(got.excerpt, 2048)
-	if err := r.client.Status().Update(ctx, in.nr); err != nil {
-		return 0, err
+	if got.disrupted {
+		res.Message = truncate(disruptedPrefix+res.Message, 1024)
 	}
-	r.checkFinished(ctx, in, node, *res)
 	return 0, nil
 }
 
 // checkFinished tells of a judged check: Events on the incident and the
 // node, an audit record and the metrics.
 func (r *remediationReconciler) checkFinished(ctx context.Context, in *incident, node *corev1.Node, res v1alpha1.CheckResult) {
-	took := res.Finished.Sub(res.Started.Time)
-	reason, kind := v1alpha1.EventReasonValidationPassed, corev1.EventTypeNormal
-	if res.Outcome != v1alpha1.CheckPassed {
-		reason, kind = v1alpha1.EventReasonValidationFailed, corev1.EventTypeWarning
-	}
-	note := fmt.Sprintf("check %s (%s) %s in %s: value %s, floor %s", res.Name, res.Kind, res.Outcome, took.Round(time.Second), orNone(res.Value), orNone(res.Floor))
-	if res.Outcome != v1alpha1.CheckPassed {
-		note += ": " + res.Message
-	}
+	reason, kind, note, took := checkNote(res)
 	r.recorder.Eventf(in.nr, node, kind, reason, string(v1alpha1.PhaseValidating), "%s", note)
 	r.recorder.Eventf(node, in.nr, kind, reason, string(v1alpha1.PhaseValidating), "%s: %s", in.nr.Name, note)
 	rec := r.audit.record(in, audit.CheckFinished, "check/"+res.Node+"/"+res.Name, int(res.Attempt))
@@ -173,6 +182,25 @@ func (r *remediationReconciler) checkFinished(ctx context.Context, in *incident,
 		rec.Severity = audit.SeverityWarning
 	}
 	r.audit.write(ctx, rec)
+	countCheck(res, took)
+}
+
+// checkNote is the Event of a judged check: its reason, type and note.
+func checkNote(res v1alpha1.CheckResult) (reason, kind, note string, took time.Duration) {
+	took = res.Finished.Sub(res.Started.Time)
+	reason, kind = v1alpha1.EventReasonValidationPassed, corev1.EventTypeNormal
+	if res.Outcome != v1alpha1.CheckPassed {
+		reason, kind = v1alpha1.EventReasonValidationFailed, corev1.EventTypeWarning
+	}
+	note = fmt.Sprintf("check %s (%s) %s in %s: value %s, floor %s", res.Name, res.Kind, res.Outcome, took.Round(time.Second), orNone(res.Value), orNone(res.Floor))
+	if res.Outcome != v1alpha1.CheckPassed {
+		note += ": " + res.Message
+	}
+	return reason, kind, note, took
+}
+
+// countCheck counts a judged check in the metrics.
+func countCheck(res v1alpha1.CheckResult, took time.Duration) {
 	validationChecks.WithLabelValues(string(res.Kind), string(res.Outcome)).Inc()
 	validationCheckDuration.WithLabelValues(string(res.Kind)).Observe(took.Seconds())
 }
@@ -245,16 +273,10 @@ func (r *remediationReconciler) setValidatingTaint(ctx context.Context, node *co
 	})
 }
 
-func hasValidatingTaint(n *corev1.Node) bool {
-	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintValidating })
-}
+func hasValidatingTaint(n *corev1.Node) bool { return nodemark.HasValidatingTaint(n) }
 
 // removeValidatingTaint removes the taint and reports whether it was there.
-func removeValidatingTaint(n *corev1.Node) bool {
-	before := len(n.Spec.Taints)
-	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintValidating })
-	return len(n.Spec.Taints) != before
-}
+func removeValidatingTaint(n *corev1.Node) bool { return nodemark.RemoveValidatingTaint(n) }
 
 // checkFloor is the floor of c for node: for NCCL and NVBandwidth, the
 // first of the policy's floors whose product the node's GPU product label
