@@ -103,9 +103,9 @@ type checkJobSpec struct {
 	// PriorityClass of the pod: idle checks run at the lowest priority, so
 	// that any workload preempts them.
 	PriorityClass string
-	Image           string
-	Command         []string
-	ManagedBy       string
+	Image         string
+	Command       []string
+	ManagedBy     string
 }
 
 // checkCommand is the check's command: the policy's own, or the kind's
