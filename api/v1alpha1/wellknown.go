@@ -119,6 +119,10 @@ const (
 	// AnnotationAgentChecks (agent) is the agent's report of its checks,
 	// JSON of AgentChecks.
 	AnnotationAgentChecks = "gpuheal.io/agent-checks"
+	// AnnotationGateRun (controller) is the record of the node's last join
+	// or idle check run: JSON of its purpose, attempt, start and end, and
+	// the CheckResult of each check (docs/health-gate.md).
+	AnnotationGateRun = "gpuheal.io/gate-run"
 	// LabelCheck is on a check's Job and Pod: the check's name.
 	LabelCheck = "gpuheal.io/check"
 	// LabelCheckKind is on a check's Job and Pod: its CheckKind.
@@ -286,6 +290,9 @@ const (
 	// Failed also for an Error outcome.
 	EventReasonValidationPassed = "ValidationPassed"
 	EventReasonValidationFailed = "ValidationFailed"
+	// EventReasonValidationSkipped: an idle check gave way to a workload
+	// (its pod was preempted or deleted); it runs again an interval later.
+	EventReasonValidationSkipped = "ValidationSkipped"
 )
 
 // Audit log (verifiable, signed tree heads).

@@ -44,6 +44,7 @@ type clockEnv struct {
 	opts   ControllerOptions
 	nodes  *nodeReconciler
 	rems   *remediationReconciler
+	gate   *gateReconciler
 	// crashes is how many reconcile errors settle takes for a crash: the
 	// controller process dies and a new one (restart) carries on.
 	crashes int
@@ -91,6 +92,7 @@ func (e *clockEnv) restart() {
 	aud := auditor{sink: e.audit, clock: e.clock}
 	e.nodes = newNodeReconciler(e.c, e.events, e.clock, aud)
 	e.rems = newRemediationReconciler(e.c, e.c, e.events, e.opts, aud)
+	e.gate = newGateReconciler(e.rems)
 }
 
 // policy creates a policy for every GPU node with the CRD's defaults
@@ -232,6 +234,9 @@ func (e *clockEnv) settle() {
 		for _, n := range nodes.Items {
 			if _, err := e.nodes.Reconcile(e.ctx, ctrl.Request{NamespacedName: clientKey(n.Name)}); err != nil {
 				e.t.Fatalf("reconciling node %s: %v", n.Name, err)
+			}
+			if _, err := e.gate.Reconcile(e.ctx, ctrl.Request{NamespacedName: clientKey(n.Name)}); err != nil {
+				e.t.Fatalf("join and idle checks of node %s: %v", n.Name, err)
 			}
 		}
 		for _, nr := range e.list() {

@@ -43,8 +43,12 @@ var (
 	}, []string{"policy"})
 	validationChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gpuheal_validation_checks_total",
-		Help: "Health gate checks judged, by kind (Agent, DCGM, NCCL, NVBandwidth) and outcome (Passed, Failed, Error).",
+		Help: "Health gate checks judged, by kind (Agent, DCGM, NCCL, NVBandwidth) and outcome (Passed, Failed, Error; Skipped: an idle check that gave way to a workload).",
 	}, []string{"kind", "outcome"})
+	gateRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpuheal_validation_runs_total",
+		Help: "Join and idle check runs ended, by purpose (join, idle) and outcome (Passed, Failed, Error, Skipped).",
+	}, []string{"purpose", "outcome"})
 	validationCheckDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gpuheal_validation_check_duration_seconds",
 		Help:    "Time health gate checks took, from their start to their outcome, by kind.",
@@ -57,5 +61,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, causeBreakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts, providerReady, validationChecks, validationCheckDuration)
+	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, causeBreakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts, providerReady, validationChecks, validationCheckDuration, gateRuns)
 }

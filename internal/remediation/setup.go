@@ -176,6 +176,20 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 	if err != nil {
 		return fmt.Errorf("setting up remediation controller: %w", err)
 	}
+	// Join and idle checks: the gate outside incidents, on the incident
+	// reconciler's check machinery.
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("nodegate").
+		For(&corev1.Node{}, builder.WithPredicates(nodeHealthChanged())).
+		Watches(&v1alpha1.RemediationPolicy{}, handler.EnqueueRequestsFromMapFunc(allNodes(c)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// An incident opening abandons the node's run; one ending may let it start.
+		Watches(&v1alpha1.NodeRemediation{}, handler.EnqueueRequestsFromMapFunc(nodeOfAnyIncident)).
+		WithOptions(o.controllerOptions()).
+		Complete(newGateReconciler(rems))
+	if err != nil {
+		return fmt.Errorf("setting up join and idle check controller: %w", err)
+	}
 	if o.Audit != nil && o.AuditReader != nil {
 		if o.AuditBackfillWindow <= 0 {
 			o.AuditBackfillWindow = 24 * time.Hour
@@ -267,6 +281,14 @@ func allNodes(c client.Reader) handler.MapFunc {
 func nodeOfIncident(_ context.Context, o client.Object) []reconcile.Request {
 	nr, ok := o.(*v1alpha1.NodeRemediation)
 	if !ok || !nr.Status.Phase.Terminal() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nr.Spec.NodeName}}}
+}
+
+func nodeOfAnyIncident(_ context.Context, o client.Object) []reconcile.Request {
+	nr, ok := o.(*v1alpha1.NodeRemediation)
+	if !ok {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nr.Spec.NodeName}}}

@@ -182,7 +182,7 @@ func (r *remediationReconciler) checkFinished(ctx context.Context, in *incident,
 		rec.Severity = audit.SeverityWarning
 	}
 	r.audit.write(ctx, rec)
-	countCheck(res, took)
+	countCheck(res.Kind, string(res.Outcome), took)
 }
 
 // checkNote is the Event of a judged check: its reason, type and note.
@@ -200,9 +200,9 @@ func checkNote(res v1alpha1.CheckResult) (reason, kind, note string, took time.D
 }
 
 // countCheck counts a judged check in the metrics.
-func countCheck(res v1alpha1.CheckResult, took time.Duration) {
-	validationChecks.WithLabelValues(string(res.Kind), string(res.Outcome)).Inc()
-	validationCheckDuration.WithLabelValues(string(res.Kind)).Observe(took.Seconds())
+func countCheck(kind v1alpha1.CheckKind, outcome string, took time.Duration) {
+	validationChecks.WithLabelValues(string(kind), outcome).Inc()
+	validationCheckDuration.WithLabelValues(string(kind)).Observe(took.Seconds())
 }
 
 // validationPassed returns the node to service and ends the incident.
