@@ -6,6 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
 )
 
 // TestCheckValues: the health gate's flags reach the controller (the
@@ -39,5 +43,17 @@ func TestCheckValues(t *testing.T) {
 		if ns := find(t, objs, kind, "gpuheal-controller-checks").GetNamespace(); ns != "gpu-checks" {
 			t.Errorf("checks %s in namespace %q, want gpu-checks", kind, ns)
 		}
+	}
+}
+
+// TestIdleCheckPriorityClass: the idle checks' PriorityClass is the one the
+// controller names, below every workload's priority, and never preempts.
+func TestIdleCheckPriorityClass(t *testing.T) {
+	pc := find(t, decode(t, render(t)), "PriorityClass", v1alpha1.PriorityClassIdleCheck)
+	value, _, _ := unstructured.NestedInt64(pc.Object, "value")
+	policy, _, _ := unstructured.NestedString(pc.Object, "preemptionPolicy")
+	global, _, _ := unstructured.NestedBool(pc.Object, "globalDefault")
+	if value >= -10 || policy != "Never" || global {
+		t.Errorf("PriorityClass %s: value %d, preemptionPolicy %q, globalDefault %v; want below -10, Never, false", pc.GetName(), value, policy, global)
 	}
 }
