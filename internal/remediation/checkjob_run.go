@@ -73,8 +73,19 @@ type checkJobOwner struct {
 }
 
 // disruptedPrefix starts the message of a check whose pod was preempted
-// or deleted.
-const disruptedPrefix = "the check's pod was preempted or deleted: "
+// or deleted, notScheduledPrefix that of one whose pod never got onto the
+// node: either way the check did not run to its end.
+const (
+	disruptedPrefix    = "the check's pod was preempted or deleted: "
+	notScheduledPrefix = "the check's pod was not scheduled"
+)
+
+// gaveWay reports whether the check did not run because something else
+// took the node's GPUs: its pod was preempted, deleted or never scheduled.
+// An idle check that gave way says nothing of the node.
+func gaveWay(res *v1alpha1.CheckResult) bool {
+	return res.Outcome == v1alpha1.CheckError && (strings.HasPrefix(res.Message, disruptedPrefix) || strings.HasPrefix(res.Message, notScheduledPrefix))
+}
 
 // runJobCheck advances the Job check res of c on node: it creates the Job
 // once, reads it back past the cache (the cache holds no Jobs: the
@@ -224,6 +235,11 @@ func (r *remediationReconciler) checkPod(ctx context.Context, j *batchv1.Job) (*
 // a workload (condition DisruptionTarget), or it was deleted. Empty when
 // the pod ran to its end.
 func (r *remediationReconciler) checkDisrupted(ctx context.Context, j *batchv1.Job) (string, error) {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Reason == batchv1.JobReasonDeadlineExceeded {
+			return "", nil // the Job controller deletes the pods of a Job out of time: a timeout, not a disruption
+		}
+	}
 	pod, err := r.checkPod(ctx, j)
 	if err != nil {
 		return "", err

@@ -64,11 +64,14 @@ func (g *gateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 func (g *gateReconciler) reconcileNode(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var node corev1.Node
 	if err := g.client.Get(ctx, req.NamespacedName, &node); err != nil {
+		if apierrors.IsNotFound(err) {
+			g.forget(req.Name) // its idle run, if any, went with it
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	run, perr := nodeRun(&node)
 	if perr != nil {
-		// Started afresh below; the record's author is told once per reading.
+		// The next run to start overwrites it.
 		log.FromContext(ctx).Error(perr, "ignoring the node's check run record", "node", node.Name)
 		run = nil
 	}
@@ -112,6 +115,12 @@ func (g *gateReconciler) reconcileNode(ctx context.Context, req ctrl.Request) (c
 			if wait := run.Ended.Add(joinRetryBackoff).Sub(now); wait > 0 {
 				return ctrl.Result{RequeueAfter: wait}, nil
 			}
+		}
+		// GPU pods that came before the taint, or tolerate it, hold the
+		// GPUs the check's Job requests: it could not be scheduled.
+		busy, err := g.gpuWorkload(ctx, node.Name)
+		if err != nil || busy != "" {
+			return ctrl.Result{RequeueAfter: idleBusyRecheck}, err
 		}
 		return g.startRun(ctx, &node, p, run, v1alpha1.CheckPurposeJoin)
 	}
@@ -177,17 +186,28 @@ func (g *gateReconciler) gpuWorkload(ctx context.Context, node string) (string, 
 
 // startIdle starts an idle run when fewer than the policy's bound run.
 func (g *gateReconciler) startIdle(ctx context.Context, node *corev1.Node, p *policy, prev *gateRun) (ctrl.Result, error) {
+	if ok, err := g.takeIdleSlot(ctx, node.Name, p); err != nil || !ok {
+		return ctrl.Result{RequeueAfter: max(g.poll, time.Minute)}, err
+	}
+	res, err := g.startRun(ctx, node, p, prev, v1alpha1.CheckPurposeIdle)
+	if err != nil {
+		g.forget(node.Name) // the run may not have been written; the cache says once it is
+	}
+	return res, err
+}
+
+// takeIdleSlot reserves one of the policy's idle slots for node, when one
+// is free: counting and reserving are one step, so two reconciles never
+// take the last slot both.
+func (g *gateReconciler) takeIdleSlot(ctx context.Context, node string, p *policy) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	running, matched, err := g.idleRunning(ctx, p)
-	if err != nil {
-		return ctrl.Result{}, err
+	if err != nil || len(running) >= max(1, matched*idleShare/100) {
+		return false, err
 	}
-	if len(running) >= max(1, matched*idleShare/100) {
-		return ctrl.Result{RequeueAfter: max(g.poll, time.Minute)}, nil
-	}
-	g.idle[node.Name] = p.Name
-	return g.startRun(ctx, node, p, prev, v1alpha1.CheckPurposeIdle)
+	g.idle[node] = p.Name
+	return true, nil
 }
 
 // idleRunning is the set of the policy's nodes with an idle run under way
@@ -283,7 +303,7 @@ func (g *gateReconciler) advance(ctx context.Context, node *corev1.Node, p *poli
 // waits for an operator.
 func (g *gateReconciler) runFailed(ctx context.Context, node *corev1.Node, p *policy, run *gateRun, res *v1alpha1.CheckResult) (ctrl.Result, error) {
 	what := fmt.Sprintf("check %s %s (value %s, floor %s): %s", res.Name, res.Outcome, orNone(res.Value), orNone(res.Floor), res.Message)
-	if run.Purpose == v1alpha1.CheckPurposeIdle && strings.HasPrefix(res.Message, disruptedPrefix) {
+	if run.Purpose == v1alpha1.CheckPurposeIdle && gaveWay(res) {
 		return ctrl.Result{RequeueAfter: p.Spec.Validation.IdleInterval.Duration},
 			g.endRun(ctx, node, run, runSkipped, "idle check "+res.Name+" gave way to a workload; it runs again after "+p.Spec.Validation.IdleInterval.Duration.String(), nil)
 	}
@@ -365,7 +385,7 @@ func (g *gateReconciler) saveRun(ctx context.Context, node *corev1.Node, run *ga
 func (g *gateReconciler) gateCheckFinished(ctx context.Context, node *corev1.Node, run *gateRun, res v1alpha1.CheckResult) {
 	reason, kind, note, took := checkNote(res)
 	outcome := string(res.Outcome)
-	if run.Purpose == v1alpha1.CheckPurposeIdle && strings.HasPrefix(res.Message, disruptedPrefix) {
+	if run.Purpose == v1alpha1.CheckPurposeIdle && gaveWay(&res) {
 		reason, kind, outcome = v1alpha1.EventReasonValidationSkipped, corev1.EventTypeNormal, runSkipped
 		note = fmt.Sprintf("check %s (%s) skipped after %s: %s", res.Name, res.Kind, took.Round(time.Second), res.Message)
 	}

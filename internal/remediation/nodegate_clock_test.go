@@ -426,3 +426,80 @@ func TestParseGateRunErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleCheckNotScheduledIsSkipped: an idle check whose pod never got
+// onto the node (a workload took the GPUs first) times out as skipped, not
+// as a failure of the node.
+func TestIdleCheckNotScheduledIsSkipped(t *testing.T) {
+	e := newClockEnv(t)
+	c := dcgmCheck()
+	c.Timeout = &metav1.Duration{Duration: time.Minute}
+	e.joinPolicy(false, time.Hour, c)
+	node := e.addNodes("gpu", 1)[0]
+	e.gpuNode(node)
+	e.settle()
+	if len(e.checkJobs(node)) != 1 {
+		t.Fatal("no idle check Job")
+	}
+	e.step(time.Minute)
+	if run := e.run(node); run.Outcome != runSkipped || !contains(run.Checks[0].Message, "not scheduled") {
+		t.Fatalf("run %+v, want Skipped: the pod was never scheduled", run)
+	}
+	e.assertInService(node)
+	if len(e.checkJobs(node)) != 0 {
+		t.Error("the unscheduled check's Job was left behind")
+	}
+}
+
+// TestIdleCheckFailureRechecksWithOnJoin: with onJoin, a node that failed
+// its idle check is checked again like a joining node after the backoff,
+// and a pass hands it back to service.
+func TestIdleCheckFailureRechecksWithOnJoin(t *testing.T) {
+	e := newClockEnv(t)
+	e.joinPolicy(true, time.Hour, agentCheck())
+	node := e.addNodes("gpu", 1)[0]
+	e.agentReport(node, e.clock.Now(), "", v1alpha1.AgentCheckNVLinksUp)
+	e.settle()
+	n, _ := e.node(node)
+	if run := e.run(node); run.Purpose != v1alpha1.CheckPurposeIdle || run.Outcome != string(v1alpha1.CheckFailed) || !hasValidatingTaint(n) {
+		t.Fatalf("run %+v, taints %v: want a failed idle run and the taint", run, n.Spec.Taints)
+	}
+	e.agentReport(node, e.clock.Now().Add(time.Second), "")
+	e.step(joinRetryBackoff - time.Second)
+	if e.run(node).Attempt != 1 {
+		t.Fatal("checked again within the backoff")
+	}
+	e.step(time.Second)
+	e.agentReport(node, e.clock.Now(), "")
+	e.settle()
+	if run := e.run(node); run.Purpose != v1alpha1.CheckPurposeJoin || run.Attempt != 2 || run.Outcome != string(v1alpha1.CheckPassed) {
+		t.Fatalf("run %+v, want join attempt 2 Passed", run)
+	}
+	e.assertInService(node)
+}
+
+// TestIdleCheckOutOfTimeIsNoSkip: a Job the Job controller failed for its
+// deadline (it deletes the pod) timed out on the node: an Error, which
+// takes the node out of service, not a check that gave way.
+func TestIdleCheckOutOfTimeIsNoSkip(t *testing.T) {
+	e := newClockEnv(t)
+	e.joinPolicy(false, time.Hour, dcgmCheck())
+	node := e.addNodes("gpu", 1)[0]
+	e.gpuNode(node)
+	e.settle()
+	job := e.checkJobs(node)[0]
+	ts := metav1.NewTime(e.clock.Now())
+	job.Status.StartTime, job.Status.Failed = &ts, 1
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, LastTransitionTime: ts, LastProbeTime: ts},
+		{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded, LastTransitionTime: ts, LastProbeTime: ts},
+	}
+	if err := e.c.Status().Update(e.ctx, &job); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	n, _ := e.node(node)
+	if run := e.run(node); run.Outcome != string(v1alpha1.CheckError) || !hasValidatingTaint(n) {
+		t.Fatalf("run %+v, taints %v: want Error and the taint", run, n.Spec.Taints)
+	}
+}

@@ -154,7 +154,7 @@ func (r *remediationReconciler) stepCheck(ctx context.Context, node *corev1.Node
 		got.message = fmt.Sprintf("no result within the check's timeout of %s: %s", checkTimeout(c), got.wait)
 		if c.Kind != v1alpha1.CheckAgent {
 			if !r.checkScheduled(ctx, res.Job) {
-				got.message = fmt.Sprintf("the check's pod was not scheduled on %s within the check's timeout of %s", node.Name, checkTimeout(c))
+				got.message = fmt.Sprintf("%s on %s within the check's timeout of %s", notScheduledPrefix, node.Name, checkTimeout(c))
 			}
 			if err := r.deleteCheckJobRef(ctx, res.Job); err != nil {
 				return 0, err
