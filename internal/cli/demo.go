@@ -205,7 +205,6 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 	twenty := intstr.FromString("20%")
 	timeout := metav1.Duration{Duration: 5 * time.Minute}
 	hold := metav1.Duration{Duration: pace.holdFor}
-	checkTimeout := metav1.Duration{Duration: 10 * time.Minute}
 	return &gpuhealv1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: demoPolicy},
 		Spec: gpuhealv1.RemediationPolicySpec{
@@ -221,18 +220,10 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 			RecoveryHold: &metav1.Duration{Duration: pace.recoveryHold},
 			// The health gate: a repaired node proves its GPUs under load
 			// before it takes work again (docs/health-gate.md).
-			Validation: &gpuhealv1.ValidationSpec{Checks: []gpuhealv1.ValidationCheck{
-				{Name: "agent", Kind: gpuhealv1.CheckAgent, Timeout: &checkTimeout},
-				{Name: "nccl", Kind: gpuhealv1.CheckNCCL, Timeout: &checkTimeout,
-					Floors: []gpuhealv1.BandwidthFloor{{Product: "H100", MinGBps: demoNCCLFloor}}},
-			}},
+			Validation: testenv.HealthGate(),
 		},
 	}
 }
-
-// demoNCCLFloor is the all-reduce bus bandwidth an H100 node must reach,
-// NVSentinel's gate figure; a healthy simulated H100 node reaches ~385.
-const demoNCCLFloor = 350
 
 // demoLatentSlot is the node that carries a latent NCCL fault from the
 // start: its GPU falls off the bus, the reboot heals what the agent sees,
