@@ -73,7 +73,7 @@ func gateFigures(injections []schedule.Injection, rems []gpuhealv1.NodeRemediati
 	}
 	window := time.Duration(float64(repeatWindow) / speed)
 	for _, in := range injections {
-		if in.Class != schedule.ClassSurfaced {
+		if in.Class != schedule.ClassSurfaced || in.Skipped != "" {
 			continue
 		}
 		repaired, ok := lastRepairBefore(rems, in.Node, in.Time)
