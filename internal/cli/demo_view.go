@@ -123,18 +123,31 @@ func (v *demoView) incidents(rems []gpuhealv1.NodeRemediation) {
 	})
 	for i := range rems {
 		r := &rems[i]
+		var lines []viewLine
 		for _, p := range r.Status.Phases[min(v.printed[r.Name], len(r.Status.Phases)):] {
 			color, what := v.describePhase(r, p)
-			v.line(p.Time.Time, color, r.Spec.NodeName, what)
+			lines = append(lines, viewLine{p.Time.Time, color, r.Spec.NodeName, what})
 		}
 		v.printed[r.Name] = len(r.Status.Phases)
-		v.checkResults(r)
+		lines = append(lines, v.checkResults(r)...)
+		// A check's result comes before the phase it led to.
+		slices.SortStableFunc(lines, func(a, b viewLine) int { return a.at.Compare(b.at) })
+		for _, l := range lines {
+			v.line(l.at, l.color, l.subject, l.what)
+		}
 	}
 }
 
-// checkResults prints each health-gate check of the incident once it has
-// an outcome: what it measured against what it had to reach.
-func (v *demoView) checkResults(r *gpuhealv1.NodeRemediation) {
+type viewLine struct {
+	at                   time.Time
+	color, subject, what string
+}
+
+// checkResults are the lines of the incident's health-gate checks that
+// have an outcome since the last poll: what each measured against what it
+// had to reach.
+func (v *demoView) checkResults(r *gpuhealv1.NodeRemediation) []viewLine {
+	var lines []viewLine
 	done := 0
 	for _, c := range r.Status.Validation {
 		if c.Outcome == "" || c.Finished == nil {
@@ -148,9 +161,10 @@ func (v *demoView) checkResults(r *gpuhealv1.NodeRemediation) {
 		if c.Outcome != gpuhealv1.CheckPassed {
 			color = "\x1b[31m"
 		}
-		v.line(c.Finished.Time, color, c.Node, describeCheck(c))
+		lines = append(lines, viewLine{c.Finished.Time, color, c.Node, describeCheck(c)})
 	}
 	v.checks[r.Name] = max(v.checks[r.Name], done)
+	return lines
 }
 
 // describeCheck is one finished check on one line: "check nccl (NCCL)
