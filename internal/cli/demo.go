@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
@@ -45,6 +46,12 @@ failure mix, and gpuheal-controller with the kwok provider under a live
 RemediationPolicy. It prints every detection, cordon, drain, reboot and
 replacement as it happens, with each incident's time to recover, and the URLs
 of the metrics and the status page. Ctrl-C stops everything.
+
+A repaired node passes the health gate before it takes work again: the agent's
+checks and a simulated NCCL all-reduce, each printed with its value. Node
+gpu-node-0001 carries a latent NCCL fault from the start that only the gate
+finds: its GPU falls off the bus, the reboot clears what the agent sees, the
+all-reduce falls short of its floor and the node is replaced.
 
 --speed scales the pace: faults per minute, boot times and how long a
 condition must hold before a repair all scale by it.`,
@@ -77,6 +84,7 @@ type demoPace struct {
 	recoveryHold    time.Duration // how long a repaired node must stay healthy
 	rebootDelay     time.Duration
 	bootDelay       time.Duration
+	agentChecks     time.Duration // how often an agent rewrites its checks report
 }
 
 func paceFor(nodes int, speed float64) demoPace {
@@ -91,6 +99,7 @@ func paceFor(nodes int, speed float64) demoPace {
 		recoveryHold:    max(scale(30*time.Second), time.Second),
 		rebootDelay:     max(scale(30*time.Second), time.Second),
 		bootDelay:       max(scale(90*time.Second), time.Second),
+		agentChecks:     max(scale(10*time.Second), time.Second),
 	}
 }
 
@@ -145,7 +154,11 @@ func runDemo(ctx context.Context, out io.Writer, o *demoOptions) (err error) {
 	}
 	log.Info("fleet and workloads running", "nodes", o.nodes, "after", time.Since(start).Round(time.Millisecond))
 
-	running, err := startDemoProcesses(ownDir, workDir, env.Kubeconfig, o, pace)
+	schedulePath := filepath.Join(workDir, "schedule.jsonl")
+	if err := writeDemoSchedule(schedulePath); err != nil {
+		return err
+	}
+	running, err := startDemoProcesses(ownDir, workDir, env.Kubeconfig, schedulePath, o, pace)
 	if err != nil {
 		return err
 	}
@@ -205,8 +218,26 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 			Drain:        gpuhealv1.DrainSpec{Timeout: &timeout},
 			Provider:     "kwok",
 			RecoveryHold: &metav1.Duration{Duration: pace.recoveryHold},
+			// The health gate: a repaired node proves its GPUs under load
+			// before it takes work again (docs/health-gate.md).
+			Validation: testenv.HealthGate(),
 		},
 	}
+}
+
+// demoLatentSlot is the node that carries a latent NCCL fault from the
+// start: its GPU falls off the bus, the reboot heals what the agent sees,
+// and the gate's NCCL check finds what it does not, so the node is
+// replaced instead of going back to work.
+var demoLatentSlot = testenv.NodeName(demoNodePrefix, 1)
+
+// writeDemoSchedule plants that fault for the sim fleet (the random mix
+// goes on beside it).
+func writeDemoSchedule(path string) error {
+	return schedule.WriteSchedule(path, []schedule.ScheduledFault{
+		{At: 0, Slot: demoLatentSlot, Class: "latent-nccl-bandwidth", GPU: 3},
+		{At: 5 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
+	})
 }
 
 func formatRate(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }

@@ -17,13 +17,17 @@ type demoProcesses struct {
 	exited chan string
 }
 
-func startDemoProcesses(binDir, workDir, kubeconfig string, o *demoOptions, pace demoPace) (*demoProcesses, error) {
+func startDemoProcesses(binDir, workDir, kubeconfig, schedulePath string, o *demoOptions, pace demoPace) (*demoProcesses, error) {
 	p := &demoProcesses{exited: make(chan string, 2)}
 	agent := []string{
 		"--sim-fleet", "--gpu-backend=sim", "--kubeconfig=" + kubeconfig, "--interval=2s", "--call-timeout=1s",
 		"--sim-fleet-faults-per-minute=" + formatRate(pace.faultsPerMinute),
 		"--sim-fleet-seed=" + fmt.Sprint(o.seed), "--sim-fleet-dir=" + filepath.Join(workDir, "simfleet"),
 		"--metrics-address=" + o.agentAddr, "--log-format=text",
+		"--sim-fleet-schedule=" + schedulePath, "--agent-checks-interval=" + pace.agentChecks.String(),
+		// The demo's cluster runs Kubernetes' Job controller; the check
+		// Jobs are marked for the sim fleet, which plays it and the kubelet.
+		"--sim-fleet-check-jobs-managed-by=" + demoCheckJobsManager, "--sim-fleet-check-speed=" + formatRate(o.speed),
 	}
 	controller := []string{
 		"--kubeconfig=" + kubeconfig, "--providers=kwok", "--leader-elect=false",
@@ -31,6 +35,7 @@ func startDemoProcesses(binDir, workDir, kubeconfig string, o *demoOptions, pace
 		"--metrics-address=" + o.metricsAddr, "--health-address=127.0.0.1:0", "--status-page",
 		"--metrics-secure=false", // the demo's own API server, on loopback; the browser opens the page plainly
 		"--audit-sqlite-path=" + filepath.Join(workDir, "audit.db"), "--score-interval=10s", "--log-format=text",
+		"--check-namespace=default", "--check-jobs-managed-by=" + demoCheckJobsManager,
 	}
 	for _, c := range []struct {
 		name string
@@ -48,6 +53,9 @@ func startDemoProcesses(binDir, workDir, kubeconfig string, o *demoOptions, pace
 	}
 	return p, nil
 }
+
+// demoCheckJobsManager is the spec.managedBy of the demo's check Jobs.
+const demoCheckJobsManager = "gpuheal.io/sim-fleet"
 
 // stop ends the processes, the controller first so that it does not act on
 // agents that go away.

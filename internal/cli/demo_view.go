@@ -26,6 +26,7 @@ type demoView struct {
 	color bool
 
 	printed   map[string]int    // incident → phases printed
+	checks    map[string]int    // incident → finished checks printed
 	problems  map[string]string // node → the condition reason last printed
 	recovered []time.Duration
 	failed    int
@@ -37,7 +38,7 @@ const demoSummaryEvery = 15 * time.Second
 
 func newDemoView(c client.Client, out io.Writer, start time.Time) *demoView {
 	return &demoView{c: c, out: out, start: start, color: isTerminal(out),
-		printed: map[string]int{}, problems: map[string]string{}, breaker: map[string]bool{}, summaryAt: start}
+		printed: map[string]int{}, checks: map[string]int{}, problems: map[string]string{}, breaker: map[string]bool{}, summaryAt: start}
 }
 
 // run polls until ctx ends, or returns an error when a demo process died.
@@ -122,12 +123,71 @@ func (v *demoView) incidents(rems []gpuhealv1.NodeRemediation) {
 	})
 	for i := range rems {
 		r := &rems[i]
+		var lines []viewLine
 		for _, p := range r.Status.Phases[min(v.printed[r.Name], len(r.Status.Phases)):] {
 			color, what := v.describePhase(r, p)
-			v.line(p.Time.Time, color, r.Spec.NodeName, what)
+			lines = append(lines, viewLine{p.Time.Time, color, r.Spec.NodeName, what})
 		}
 		v.printed[r.Name] = len(r.Status.Phases)
+		lines = append(lines, v.checkResults(r)...)
+		// A check's result comes before the phase it led to.
+		slices.SortStableFunc(lines, func(a, b viewLine) int { return a.at.Compare(b.at) })
+		for _, l := range lines {
+			v.line(l.at, l.color, l.subject, l.what)
+		}
 	}
+}
+
+type viewLine struct {
+	at                   time.Time
+	color, subject, what string
+}
+
+// checkResults are the lines of the incident's health-gate checks that
+// have an outcome since the last poll: what each measured against what it
+// had to reach.
+func (v *demoView) checkResults(r *gpuhealv1.NodeRemediation) []viewLine {
+	var lines []viewLine
+	done := 0
+	for _, c := range r.Status.Validation {
+		if c.Outcome == "" || c.Finished == nil {
+			continue
+		}
+		done++
+		if done <= v.checks[r.Name] {
+			continue
+		}
+		color := "\x1b[32m"
+		if c.Outcome != gpuhealv1.CheckPassed {
+			color = "\x1b[31m"
+		}
+		lines = append(lines, viewLine{c.Finished.Time, color, c.Node, describeCheck(c)})
+	}
+	v.checks[r.Name] = max(v.checks[r.Name], done)
+	return lines
+}
+
+// describeCheck is one finished check on one line: "check nccl (NCCL)
+// FAILED: 231.0 GB/s, floor 350 GB/s, in 41s: <why>".
+func describeCheck(c gpuhealv1.CheckResult) string {
+	text := fmt.Sprintf("check %s (%s) %s", c.Name, c.Kind, strings.ToUpper(string(c.Outcome)))
+	var parts []string
+	if c.Value != "" {
+		parts = append(parts, c.Value)
+	}
+	if c.Floor != "" {
+		parts = append(parts, "floor "+c.Floor)
+	}
+	if c.Finished != nil {
+		parts = append(parts, "in "+c.Finished.Sub(c.Started.Time).Round(time.Second).String())
+	}
+	if len(parts) > 0 {
+		text += ": " + strings.Join(parts, ", ")
+	}
+	if c.Outcome != gpuhealv1.CheckPassed && c.Message != "" {
+		text += " — " + shorten(c.Message, 100)
+	}
+	return text
 }
 
 func (v *demoView) describePhase(r *gpuhealv1.NodeRemediation, p gpuhealv1.PhaseTransition) (color, what string) {

@@ -13,9 +13,9 @@ import (
 
 func newSoakCommand(out io.Writer) *cobra.Command {
 	o := soak.Options{Mode: soak.Live}
-	var compare, noChaos bool
+	var compare, gateCompare, noChaos bool
 	cmd := &cobra.Command{
-		Use:   "soak [--nodes 200] [--duration 1h] [--speed 1] [--compare]",
+		Use:   "soak [--nodes 200] [--duration 1h] [--speed 1] [--compare | --gate-compare]",
 		Short: "Simulated fleet life under chaos; checks gpuheal's invariants",
 		Long: `Runs the real control plane with kwok nodes, training workloads with
 PodDisruptionBudgets, the sim fleet with faults drawn from the published
@@ -27,10 +27,19 @@ invariants (docs/reliability.md) and exits 1 when one broke.
 
 --compare runs the same fault schedule twice without chaos, once repaired by a
 simulated operator 15 minutes after each alert and once by gpuheal, and prints
-the two side by side.`,
+the two side by side.
+
+--gate-compare runs the same fault schedule twice with gpuheal and without
+chaos, without and with the health gate (the agent's checks and an NCCL
+all-reduce), while --latent-share of the GPUs that fall off the bus also
+carry a latent NCCL fault that a reboot keeps; it prints how often a repaired
+node failed again from it, and what the gate cost.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Chaos = !noChaos && !compare
+			o.Chaos = !noChaos && !compare && !gateCompare
+			if compare && gateCompare {
+				return errors.New("--compare and --gate-compare: choose one")
+			}
 			o.Out, o.Log = out, logger()
 			if o.BinDir == "" {
 				dir, err := testenv.BinDir()
@@ -44,6 +53,9 @@ the two side by side.`,
 				return err
 			}
 			o.OwnBinDir = own
+			if gateCompare {
+				return runGateCompare(cmd, out, o)
+			}
 			if !compare {
 				rep, err := soak.Run(cmd.Context(), o)
 				if err != nil {
@@ -86,8 +98,38 @@ the two side by side.`,
 	f.Float64Var(&o.FaultsPerMinute, "faults-per-minute", 0, "fleet-wide fault rate at speed 1 (default: one per 100 nodes)")
 	f.DurationVar(&o.Quiesce, "quiesce", 0, "longest wait after the faults for incidents to end (default 3m + 5m/speed)")
 	f.BoolVar(&noChaos, "no-chaos", false, "faults only, no chaos")
+	f.BoolVar(&o.Gate, "gate", false, "the policy has the health gate (agent checks, NCCL all-reduce)")
+	f.Float64Var(&o.LatentShare, "latent-share", 0, "share of the GPUs that fall off the bus that also carry a latent NCCL fault (default 0; 0.3 with --gate-compare)")
+	f.BoolVar(&gateCompare, "gate-compare", false, "run the schedule with gpuheal without and with the health gate, without chaos, and compare")
 	f.BoolVar(&compare, "compare", false, "run the schedule with a manual operator and with gpuheal, without chaos, and compare")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control plane binaries (default: $GPUHEAL_BIN_DIR or <repo>/bin)")
 	f.StringVar(&o.WorkDir, "work-dir", "", "keep logs, audit logs and journals here (default: a temporary directory)")
 	return cmd
+}
+
+// runGateCompare runs one schedule with gpuheal without and with the
+// health gate and prints both and the comparison.
+func runGateCompare(cmd *cobra.Command, out io.Writer, o soak.Options) error {
+	if !cmd.Flags().Changed("latent-share") {
+		o.LatentShare = 0.3
+	}
+	off, on := o, o
+	off.Gate, on.Gate = false, true
+	if o.WorkDir != "" {
+		off.WorkDir, on.WorkDir = o.WorkDir+"/gate-off", o.WorkDir+"/gate-on"
+	}
+	var reps []*soak.Report
+	for _, run := range []soak.Options{off, on} {
+		rep, err := soak.Run(cmd.Context(), run)
+		if err != nil {
+			return err
+		}
+		rep.Print(out)
+		reps = append(reps, rep)
+	}
+	soak.PrintGateComparison(out, reps[0], reps[1])
+	if reps[0].Failed() || reps[1].Failed() {
+		return errors.New("soak: an invariant broke (see FAIL above)")
+	}
+	return nil
 }

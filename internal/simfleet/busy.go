@@ -10,6 +10,8 @@ import (
 
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
+	"github.com/gpuheal/gpuheal/internal/gpu/sim"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
 
 // gpuResource is the extended resource a GPU workload requests.
@@ -61,11 +63,27 @@ func (f *simFleet) recordSurfaced(a *simAgent) {
 	if slices.Equal(surfaced, a.hardware.Surfaced) {
 		return
 	}
+	before, faulted := a.hardware.Surfaced, a.hardware.Faulted
 	a.hardware.Surfaced, a.hardware.Faulted = surfaced, a.hardware.Faulted || len(surfaced) > 0
 	if err := f.saveFaults(a.name, a.hardware); err != nil {
 		f.log.Error("sim fleet: keeping a surfaced latent fault on disk", "node", a.name, "err", err)
 	}
 	f.log.Info("sim fleet: latent fault surfaced", "node", a.name, "gpus", surfaced)
+	// Journaled as a fatal fault of its own: the soak tells a node that
+	// went back to work with a latent fault by it. On a machine already
+	// broken in this boot it is one more symptom of a node under repair.
+	for _, gpu := range surfaced {
+		if slices.Contains(before, gpu) {
+			continue
+		}
+		in := schedule.Injection{Index: schedule.IndexSurfaced, Time: time.Now(), Node: a.name, Slot: schedule.SlotOf(a.name),
+			Class: schedule.ClassSurfaced, Kind: sim.KindLatent, GPU: gpu, Fatal: true}
+		if faulted {
+			in.Skipped = "the machine already has a fatal fault in this boot"
+		}
+		f.journal(in)
+		faulted = true
+	}
 }
 
 func requestsGPUs(p *simPod) bool {

@@ -148,6 +148,20 @@ func TestSimFleetAnswersCheckJobs(t *testing.T) {
 		defer f.mu.Unlock()
 		return len(f.agents[busy].hardware.Surfaced) == 1
 	})
+	// ... and journaled it as a fatal fault of its own, once.
+	injections, err := schedule.ReadInjections(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var surfaced []schedule.Injection
+	for _, in := range injections {
+		if in.Class == schedule.ClassSurfaced {
+			surfaced = append(surfaced, in)
+		}
+	}
+	if len(surfaced) != 1 || surfaced[0].Node != busy || surfaced[0].GPU != 1 || !surfaced[0].Fatal || surfaced[0].Index != schedule.IndexSurfaced {
+		t.Errorf("journaled surfacings %+v, want one fatal on %s GPU 1", surfaced, busy)
+	}
 	stopFleet()
 	f = newSimFleet(o, tmpl, kube, f.dir, slog.New(slog.DiscardHandler))
 	stopFleet = runFleet(f)

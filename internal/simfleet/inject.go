@@ -96,7 +96,7 @@ func (f *simFleet) injectOne() {
 	name := healthy[f.rng.IntN(len(healthy))]
 	class := schedule.Draw(f.rng)
 	gpu := f.rng.IntN(max(f.agent.Sim.GPUs, 1))
-	f.injectLocked(f.agents[name], class, gpu, schedule.Injection{Index: -1, Time: time.Now(), Slot: schedule.SlotOf(name), Class: class.Name})
+	f.injectLocked(f.agents[name], class, gpu, schedule.Injection{Index: schedule.IndexDrawn, Time: time.Now(), Slot: schedule.SlotOf(name), Class: class.Name})
 }
 
 // injectLocked puts the fault on the agent's GPUs, keeps it on disk for a

@@ -37,6 +37,11 @@ type Options struct {
 	Seed  int64
 	Mode  Mode
 	Chaos bool
+	// Gate puts the health gate (testenv.HealthGate) in the policy.
+	Gate bool
+	// LatentShare of the GPUs that fall off the bus carry a latent NCCL
+	// fault too, which a reboot keeps and only the gate's check finds.
+	LatentShare float64
 	// FaultsPerMinute over the fleet at speed 1; 0 means one per 100 nodes.
 	FaultsPerMinute float64
 	// ChaosEvery is the mean time between chaos actions (real time; an
@@ -71,6 +76,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("mode %q: want live or manual", o.Mode)
 	case o.Chaos && o.Mode != Live:
 		return fmt.Errorf("chaos needs the live mode: it is the controller that must survive it")
+	case o.LatentShare < 0 || o.LatentShare > 1:
+		return fmt.Errorf("--latent-share %v: want 0 to 1", o.LatentShare)
+	case o.Gate && o.Mode != Live:
+		return fmt.Errorf("the health gate needs the live mode: it is the controller that runs it")
 	case o.FaultsPerMinute < 0:
 		return fmt.Errorf("--faults-per-minute %v: must not be negative", o.FaultsPerMinute)
 	}
@@ -86,6 +95,8 @@ type pace struct {
 	bootDelay       time.Duration
 	operatorDelay   time.Duration
 	quiesce         time.Duration
+	agentChecks     time.Duration // how often an agent rewrites its checks report
+	latentSurface   time.Duration // workload time before a latent fault surfaces
 }
 
 func (o *Options) pace() pace {
@@ -112,6 +123,8 @@ func (o *Options) pace() pace {
 		bootDelay:       scale(90 * time.Second),
 		operatorDelay:   scale(operator),
 		quiesce:         quiesce,
+		agentChecks:     scale(30 * time.Second),
+		latentSurface:   scale(20 * time.Minute),
 	}
 }
 

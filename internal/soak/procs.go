@@ -85,6 +85,9 @@ func (r *run) expect(p *procs.Process) {
 	r.expected[p] = true
 }
 
+// checkJobsManager is the spec.managedBy of the health gate's check Jobs.
+const checkJobsManager = "gpuheal.io/sim-fleet"
+
 func (r *run) simFleetDir() string { return filepath.Join(r.workDir, "simfleet") }
 func (r *run) chaosFile() string   { return filepath.Join(r.workDir, "provider-chaos") }
 func (r *run) auditDB() string     { return filepath.Join(r.workDir, "audit.db") }
@@ -116,7 +119,11 @@ func (r *run) startFleet() error {
 		"--sim-fleet", "--gpu-backend=sim", "--kubeconfig="+r.env.Kubeconfig, "--interval=2s", "--call-timeout=1s",
 		"--sim-fleet-dir="+r.simFleetDir(), "--sim-fleet-schedule="+r.schedule,
 		"--sim-fleet-epoch="+r.epoch.UTC().Format(time.RFC3339Nano), "--sim-fleet-seed="+strconv.FormatInt(r.opts.Seed, 10),
-		"--metrics-address="+r.fleetAddr, "--log-format=json")
+		"--metrics-address="+r.fleetAddr, "--log-format=json",
+		"--agent-checks-interval="+r.pace.agentChecks.String(), "--sim-fleet-latent-surface-after="+r.pace.latentSurface.String(),
+		// The cluster runs Kubernetes' Job controller; the check Jobs are
+		// marked for the sim fleet, which plays it and the kubelet.
+		"--sim-fleet-check-jobs-managed-by="+checkJobsManager, "--sim-fleet-check-speed="+strconv.FormatFloat(r.opts.Speed, 'g', -1, 64))
 	if err != nil {
 		return err
 	}
@@ -138,7 +145,8 @@ func (r *run) startController(i int) error {
 		"--kwok-boot-delay="+r.pace.bootDelay.String(), "--kwok-reboot-delay="+r.pace.rebootDelay.String(),
 		"--kwok-chaos-file="+r.chaosFile(), "--metrics-address="+r.controllerAddr[i], "--health-address=127.0.0.1:0",
 		"--metrics-secure=false", // loopback only: the soak scrapes it plainly
-		"--audit-sqlite-path="+r.auditDB(), "--score-interval=30s", "--log-format=json")
+		"--audit-sqlite-path="+r.auditDB(), "--score-interval=30s", "--log-format=json",
+		"--check-namespace=default", "--check-jobs-managed-by="+checkJobsManager)
 	if err != nil {
 		return err
 	}

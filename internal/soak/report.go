@@ -48,6 +48,7 @@ type Report struct {
 	PodsHit       int // ran on a node whose GPU or kernel broke
 	MaxInFlight   int
 	Samples, Miss int
+	Gate          GateFigures
 }
 
 // Failed reports whether any invariant broke.
@@ -134,6 +135,7 @@ func (r *run) report(ctx context.Context, s *sampler, chaos *chaosMonkey, settle
 	rep.PodsSeen, rep.PodsHit = len(s.podsSeen), len(s.podsHit)
 	rep.MaxInFlight, rep.Samples, rep.Miss = s.maxActive, s.samples, s.miss
 	overflows, open, margin, pdbSeen, fps := s.overflows, s.breakerOpen, s.pdbMargin, s.pdbSeen, s.footprints
+	rep.Gate = gateFigures(injections, rems.Items, s.placed, r.opts.Speed)
 	s.mu.Unlock()
 	if chaos != nil {
 		chaos.mu.Lock()
@@ -216,6 +218,13 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "slot outages (real time): %s\n", distribution(r.SlotOutages))
 	fmt.Fprintf(w, "GPU-hours lost: %.1f ($%.0f at $%.2f per 8-GPU node-hour); workload pods hit by a broken GPU: %d of %d\n",
 		r.GPUHoursLost, r.LostCost(), NodeHourPrice, r.PodsHit, r.PodsSeen)
+	if g := r.Gate; g.LatentPlanted > 0 || len(g.Checks) > 0 {
+		fmt.Fprintf(w, "health gate: %d latent faults planted; %d failures again within 1h from one, %d workload pods placed on those nodes; checks %s; %d failed on a node without a latent fault\n",
+			g.LatentPlanted, g.Repeats, g.PodsOnRepeats, formatCounts(g.Checks), len(g.FalseFailures))
+		for _, f := range g.FalseFailures[:min(5, len(g.FalseFailures))] {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
 	fmt.Fprintln(w, "invariants:")
 	for _, inv := range r.Invariants {
 		mark := "PASS"
@@ -242,10 +251,7 @@ func distribution(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "none"
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	q := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))].Round(time.Second) }
-	return fmt.Sprintf("n=%d p50 %s p90 %s p99 %s max %s", len(s), q(0.5), q(0.9), q(0.99), s[len(s)-1].Round(time.Second))
+	return fmt.Sprintf("n=%d p50 %s p90 %s p99 %s max %s", len(ds), quantile(ds, 0.5), quantile(ds, 0.9), quantile(ds, 0.99), quantile(ds, 1))
 }
 
 func formatCounts(m map[string]int) string {

@@ -52,7 +52,7 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 	for i := range slots {
 		slots[i] = testenv.NodeName(nodePrefix, i)
 	}
-	faults := schedule.DrawSchedule(o.Seed, slots, 8, p.faultsPerMinute, o.Duration)
+	faults := plantLatent(schedule.DrawSchedule(o.Seed, slots, 8, p.faultsPerMinute, o.Duration), o.LatentShare, o.Seed)
 	schedulePath := filepath.Join(workDir, "schedule.jsonl")
 	if err := schedule.WriteSchedule(schedulePath, faults); err != nil {
 		return nil, err
@@ -132,6 +132,10 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 	parallel := intstr.FromInt(o.maxParallel())
 	twenty := intstr.FromString("20%")
 	timeout := metav1.Duration{Duration: 10 * time.Minute}
+	var gate *gpuhealv1.ValidationSpec
+	if o.Gate {
+		gate = testenv.HealthGate()
+	}
 	return c.Create(ctx, &gpuhealv1.RemediationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: policyName},
 		Spec: gpuhealv1.RemediationPolicySpec{
@@ -145,6 +149,7 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 			Drain:        gpuhealv1.DrainSpec{Timeout: &timeout, OnTimeout: gpuhealv1.DrainWait},
 			Provider:     "kwok",
 			RecoveryHold: &metav1.Duration{Duration: p.recoveryHold},
+			Validation:   gate,
 		},
 	})
 }

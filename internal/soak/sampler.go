@@ -42,6 +42,7 @@ type sampler struct {
 	lostNodeTime  time.Duration // node-time out of service (unhealthy but scheduled, cordoned, down)
 	podsSeen      map[string]bool
 	podsHit       map[string]bool // on a node whose GPU or kernel condition was False
+	placed        map[string]placement
 	slotDown      map[string]time.Time
 	outages       []time.Duration // per slot, out of service until back
 	samples, miss int
@@ -69,7 +70,7 @@ type processSample struct {
 
 func newSampler(r *run) *sampler {
 	return &sampler{r: r, every: 250 * time.Millisecond, pdbMargin: 1 << 30,
-		podsSeen: map[string]bool{}, podsHit: map[string]bool{}, slotDown: map[string]time.Time{}, footprints: map[int]*footprint{}}
+		podsSeen: map[string]bool{}, podsHit: map[string]bool{}, placed: map[string]placement{}, slotDown: map[string]time.Time{}, footprints: map[int]*footprint{}}
 }
 
 func (s *sampler) run(ctx context.Context) {
@@ -192,6 +193,9 @@ func (s *sampler) capacity(now time.Time, dt time.Duration, view fleetview.View,
 			continue
 		}
 		s.podsSeen[string(p.UID)] = true
+		if _, ok := s.placed[string(p.UID)]; !ok {
+			s.placed[string(p.UID)] = placement{node: p.Spec.NodeName, at: now}
+		}
 		if broken[p.Spec.NodeName] {
 			s.podsHit[string(p.UID)] = true
 		}

@@ -18,6 +18,7 @@ import (
 
 // TestDemo runs `gpuheal demo` as a newcomer would (small and fast): a
 // fault is detected, its node repaired and the time to recover printed;
+// the health gate catches the node with the planted latent fault;
 // the status page answers; Ctrl-C stops everything and leaves no process
 // behind.
 func TestDemo(t *testing.T) {
@@ -54,6 +55,13 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo output lacks %q", want)
 		}
 	}
+	// The planted latent fault: the reboot clears what the agent sees, the
+	// gate's NCCL check does not pass, and the node is replaced.
+	testproc.EventuallyTrue(t, 3*time.Minute, "the gate fails gpu-node-0001's NCCL check and it is replaced", func() bool {
+		s := out.String()
+		return strings.Contains(s, "gpu-node-0001    check nccl (NCCL) FAILED: ") && strings.Contains(s, "floor 350 GB/s") &&
+			strings.Contains(s, "(replace, replaced by gpu-node-0001-")
+	})
 	waitHTTP(t, "http://"+controller+"/status/api/fleet", 10*time.Second)
 
 	// Ctrl-C in a terminal reaches the demo's process group.

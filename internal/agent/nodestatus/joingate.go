@@ -20,10 +20,12 @@ import (
 const joinConflictTries = 5
 
 // TaintNeverValidated is the health gate's join taint, agent side: a Node
-// that has never passed its checks (no v1alpha1.AnnotationValidatedAt)
-// gets v1alpha1.TaintValidating:NoSchedule, so that a new node takes no
-// work before the controller ran the checks; it says whether it added the
-// taint. It never removes it: the controller does, on a pass. The taints
+// that has never passed its checks (no v1alpha1.AnnotationValidatedAt) and
+// on which no agent has reported its checks yet (no
+// v1alpha1.AnnotationAgentChecks: a node that joins, not one that reboots
+// or whose agent restarts) gets v1alpha1.TaintValidating:NoSchedule, so
+// that a new node takes no work before the controller ran the checks; it
+// says whether it added the taint. It never removes it: the controller does, on a pass. The taints
 // are a list the merge patch replaces whole, so the write carries the
 // resourceVersion it read and is retried on a conflict: a taint someone
 // added in between is never dropped.
@@ -35,6 +37,9 @@ func TaintNeverValidated(ctx context.Context, c rest.Interface, node string) (bo
 		}
 		if _, ok := n.Annotations[v1alpha1.AnnotationValidatedAt]; ok {
 			return false, nil
+		}
+		if _, ok := n.Annotations[v1alpha1.AnnotationAgentChecks]; ok {
+			return false, nil // joined before: the gate is the controller's now
 		}
 		if slices.ContainsFunc(n.Spec.Taints, func(t kubecore.Taint) bool { return t.Key == v1alpha1.TaintValidating }) {
 			return false, nil

@@ -57,13 +57,22 @@ func TestAgentMayOnlyAddTheJoinTaint(t *testing.T) {
 		}
 	}
 
-	// The controller lifts the taint on a pass and marks the node: the
-	// agent (restarted, or on its next start) leaves it alone.
+	// A node an agent has reported on before joined already: a restarted
+	// agent, or one after a reboot, leaves it alone, validated or not.
 	n, err := o.cs.CoreV1().Nodes().Get(ctx, a, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1alpha1.TaintValidating })
+	n.Annotations[v1alpha1.AnnotationAgentChecks] = `{"time":"2026-12-01T10:00:00Z","checks":[]}`
+	if n, err = o.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if added, err := TaintNeverValidated(ctx, o.agent, a); err != nil || added {
+		t.Errorf("join taint on a node with a checks report: added %v, %v; want none", added, err)
+	}
+	// The controller marks the node on a pass: the agent leaves it alone.
+	delete(n.Annotations, v1alpha1.AnnotationAgentChecks)
 	n.Annotations[v1alpha1.AnnotationValidatedAt] = "2026-12-01T11:00:00Z"
 	if _, err := o.cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

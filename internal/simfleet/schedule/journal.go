@@ -16,7 +16,7 @@ import (
 // Injection is one line of the fleet's injection journal: what was put
 // where, or why a scheduled fault was not.
 type Injection struct {
-	Index   int       `json:"index"` // in the schedule; -1 for a random draw
+	Index   int       `json:"index"` // in the schedule; IndexDrawn or IndexSurfaced otherwise
 	Time    time.Time `json:"time"`
 	Node    string    `json:"node,omitempty"`
 	Slot    string    `json:"slot"`
@@ -26,6 +26,16 @@ type Injection struct {
 	Fatal   bool      `json:"fatal"`
 	Skipped string    `json:"skipped,omitempty"`
 }
+
+// Indexes of injections that are not in the schedule.
+const (
+	IndexDrawn    = -1 // drawn from the failure mix at random
+	IndexSurfaced = -2 // a planted latent fault that surfaced under workload
+)
+
+// ClassSurfaced is the class journaled when a latent fault surfaces: a
+// fatal fault of its own, which the soak expects to be repaired like any.
+const ClassSurfaced = "latent-surfaced"
 
 // InjectionJournal is the file in the fleet's directory that lists every
 // injection; a restarted fleet reads it to go on where it stopped.
