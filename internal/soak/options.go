@@ -96,7 +96,7 @@ type pace struct {
 	operatorDelay   time.Duration
 	quiesce         time.Duration
 	agentChecks     time.Duration // how often an agent rewrites its checks report
-	latentSurface   time.Duration // workload time before a latent fault surfaces
+	latentSurface   time.Duration // workload time before a latent fault surfaces: 10 min, so a repeat shows within a short soak
 }
 
 func (o *Options) pace() pace {
@@ -124,7 +124,7 @@ func (o *Options) pace() pace {
 		operatorDelay:   scale(operator),
 		quiesce:         quiesce,
 		agentChecks:     scale(30 * time.Second),
-		latentSurface:   scale(20 * time.Minute),
+		latentSurface:   scale(10 * time.Minute),
 	}
 }
 
