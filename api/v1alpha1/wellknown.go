@@ -127,8 +127,14 @@ const (
 	LabelCheck = "gpuheal.io/check"
 	// LabelCheckKind is on a check's Job and Pod: its CheckKind.
 	LabelCheckKind = "gpuheal.io/check-kind"
-	// LabelCheckNode is on a check's Job and Pod: the node it tests.
+	// LabelCheckNode is on a check's Job and Pod: the node it tests, for
+	// a name of at most 63 characters (a label value's limit); a longer
+	// name is cut to 52 and followed by "-" and 10 hex of its sha256.
+	// AnnotationCheckNodeName always holds the whole name.
 	LabelCheckNode = "gpuheal.io/check-node"
+	// AnnotationCheckNodeName is on a check's Job and Pod: the name of the
+	// node it tests, whole.
+	AnnotationCheckNodeName = "gpuheal.io/check-node-name"
 	// LabelCheckPurpose is on a check's Job and Pod: repair (an incident's
 	// Validating phase), join or idle.
 	LabelCheckPurpose = "gpuheal.io/check-purpose"

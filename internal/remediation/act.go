@@ -202,6 +202,11 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 			if gated(in) {
 				return ctrl.Result{}, r.startValidating(ctx, in, in.node, "the node is Ready and healthy after the reboot")
 			}
+			// The gate's taint, from a policy that validated when the
+			// incident entered Validating and no longer does.
+			if err := r.setValidatingTaint(ctx, in.node, false); err != nil {
+				return ctrl.Result{}, err
+			}
 			if err := r.uncordon(ctx, in); err != nil {
 				return ctrl.Result{}, err
 			}
@@ -265,18 +270,34 @@ func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ct
 		}
 	}
 	var n corev1.Node
-	if err := r.client.Get(ctx, types.NamespacedName{Name: replacement}, &n); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-	} else if healthy, wait := r.replacementHealthy(in, &n); healthy {
+	switch err := r.client.Get(ctx, types.NamespacedName{Name: replacement}, &n); {
+	case apierrors.IsNotFound(err): // not there yet
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
 		if gated(in) {
-			return ctrl.Result{}, r.startValidating(ctx, in, &n, "replacement node "+replacement+" is Ready and healthy")
+			// Tainted from the moment it is known, not once it has been
+			// healthy for the hold: work must not land on it before its
+			// checks.
+			if err := r.setValidatingTaint(ctx, &n, true); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
-		r.recovered(ctx, in, replacement)
-		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonReplaced, "replacement node "+replacement+" is Ready and healthy")
-	} else if wait > 0 && since <= e.ReplaceTimeout.Duration {
-		return ctrl.Result{RequeueAfter: min(wait, r.poll)}, nil
+		healthy, wait := r.replacementHealthy(in, &n)
+		switch {
+		case healthy && gated(in):
+			return ctrl.Result{}, r.startValidating(ctx, in, &n, "replacement node "+replacement+" is Ready and healthy")
+		case healthy:
+			// The gate's taint, from a policy that validated then and no
+			// longer does.
+			if err := r.setValidatingTaint(ctx, &n, false); err != nil {
+				return ctrl.Result{}, err
+			}
+			r.recovered(ctx, in, replacement)
+			return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonReplaced, "replacement node "+replacement+" is Ready and healthy")
+		case wait > 0 && since <= e.ReplaceTimeout.Duration:
+			return ctrl.Result{RequeueAfter: min(wait, r.poll)}, nil
+		}
 	}
 	if since > e.ReplaceTimeout.Duration {
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonReplaceTimeout,

@@ -155,16 +155,17 @@ func checkJob(s checkJobSpec) *batchv1.Job {
 	labels := map[string]string{
 		v1alpha1.LabelCheck:        s.Check.Name,
 		v1alpha1.LabelCheckKind:    string(s.Check.Kind),
-		v1alpha1.LabelCheckNode:    s.Node.Name,
+		v1alpha1.LabelCheckNode:    checkNodeLabel(s.Node.Name),
 		v1alpha1.LabelCheckPurpose: s.Purpose,
 	}
 	podLabels := map[string]string{labelJobName: s.Name}
 	for k, v := range labels {
 		podLabels[k] = v
 	}
-	var ann map[string]string
+	podAnn := map[string]string{v1alpha1.AnnotationCheckNodeName: s.Node.Name}
+	ann := map[string]string{v1alpha1.AnnotationCheckNodeName: s.Node.Name}
 	if s.Incident != "" {
-		ann = map[string]string{v1alpha1.AnnotationCheckIncident: s.Incident}
+		ann[v1alpha1.AnnotationCheckIncident] = s.Incident
 	}
 	timeout := int64(checkTimeout(s.Check).Seconds())
 	ttl := int32(checkJobTTL)
@@ -175,10 +176,13 @@ func checkJob(s checkJobSpec) *batchv1.Job {
 			ActiveDeadlineSeconds:   &timeout,
 			TTLSecondsAfterFinished: &ttl,
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnn},
 				Spec: corev1.PodSpec{
 					RestartPolicy:     corev1.RestartPolicyNever,
 					PriorityClassName: s.PriorityClass,
+					// The check talks to the GPUs, never to the API server:
+					// a token on the suspect node would only be a leak.
+					AutomountServiceAccountToken: new(bool),
 					Containers: []corev1.Container{{
 						Name: checkContainer, Image: s.Image, Command: s.Command,
 						Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
@@ -210,3 +214,14 @@ func checkJob(s checkJobSpec) *batchv1.Job {
 
 // checkContainer is the name of a check pod's one container.
 const checkContainer = "check"
+
+// checkNodeLabel is the node's name as a label value: whole when it fits
+// the 63 characters of one, else cut and told apart by a hash of the whole
+// (AnnotationCheckNodeName holds it).
+func checkNodeLabel(node string) string {
+	if len(node) <= 63 {
+		return node
+	}
+	sum := sha256.Sum256([]byte(node))
+	return node[:52] + "-" + hex.EncodeToString(sum[:])[:10]
+}

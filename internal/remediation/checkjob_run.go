@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/validation"
@@ -63,6 +64,9 @@ type jobCheck struct {
 	// disrupted: the Job failed because its pod was preempted or deleted,
 	// not because of the node: an idle check then counts as not run.
 	disrupted bool
+	// misconfigured: configuration kept the check from running
+	// (misconfiguredPrefix).
+	misconfigured bool
 }
 
 // checkJobOwner is who a check Job runs for: its purpose
@@ -70,15 +74,30 @@ type jobCheck struct {
 type checkJobOwner struct {
 	purpose  string
 	incident string
+	// stillOpen re-reads the record past the cache just before the Job is
+	// created: an error (a conflict) when the check was judged meanwhile,
+	// so a stale view never runs a judged check again.
+	stillOpen func(ctx context.Context) error
 }
 
 // disruptedPrefix starts the message of a check whose pod was preempted
 // or deleted, notScheduledPrefix that of one whose pod never got onto the
-// node: either way the check did not run to its end.
+// node: either way the check did not run to its end. misconfiguredPrefix
+// starts that of a check the controller's or the policy's configuration
+// kept from running (no image, no floor, no GPUs to request, no agent
+// report, a Job the API server refuses): it says nothing of the node, so
+// it holds the node for an operator instead of replacing it.
 const (
-	disruptedPrefix    = "the check's pod was preempted or deleted: "
-	notScheduledPrefix = "the check's pod was not scheduled"
+	disruptedPrefix     = "the check's pod was preempted or deleted: "
+	notScheduledPrefix  = "the check's pod was not scheduled"
+	misconfiguredPrefix = "the check could not run because of configuration: "
 )
+
+// misconfigured reports whether the check could not run because of
+// configuration (misconfiguredPrefix).
+func misconfigured(res *v1alpha1.CheckResult) bool {
+	return res.Outcome == v1alpha1.CheckError && strings.HasPrefix(res.Message, misconfiguredPrefix)
+}
 
 // gaveWay reports whether the check did not run because something else
 // took the node's GPUs: its pod was preempted, deleted or never scheduled.
@@ -91,21 +110,23 @@ func gaveWay(res *v1alpha1.CheckResult) bool {
 // once, reads it back past the cache (the cache holds no Jobs: the
 // controller may only read them in its check namespace, and a cluster-wide
 // informer of every Job would cost memory for a handful of checks), and
-// once it has finished reads and judges its output and deletes it. The
-// caller times the check out.
+// once it has finished reads and judges its output. The caller times the
+// check out, saves the outcome and only then deletes the Job
+// (dropCheckJob): a Job deleted before its verdict is saved would be
+// created again and run again, its first verdict lost.
 func (r *remediationReconciler) runJobCheck(ctx context.Context, node *corev1.Node, c v1alpha1.ValidationCheck, res *v1alpha1.CheckResult, owner checkJobOwner) (jobCheck, error) {
 	floor, minGBps, ferr := checkFloor(c, node)
 	if ferr != nil {
-		return jobCheck{outcome: v1alpha1.CheckFailed, floor: "a floor for the node's GPU product", message: ferr.Error()}, nil
+		return jobCheck{outcome: v1alpha1.CheckError, misconfigured: true, floor: "a floor for the node's GPU product", message: ferr.Error()}, nil
 	}
 	image, err := checkImage(c, r.checks.Images)
 	if err != nil {
-		return jobCheck{outcome: v1alpha1.CheckError, floor: floor, message: err.Error()}, nil
+		return jobCheck{outcome: v1alpha1.CheckError, misconfigured: true, floor: floor, message: err.Error()}, nil
 	}
 	gpus := nodeGPUs(node)
 	if gpus <= 0 {
-		return jobCheck{outcome: v1alpha1.CheckError, floor: floor,
-			message: fmt.Sprintf("node %s has no allocatable %s for the check to request", node.Name, v1alpha1.ResourceNvidiaGPU)}, nil
+		return jobCheck{outcome: v1alpha1.CheckError, misconfigured: true, floor: floor,
+			message: fmt.Sprintf("node %s has no allocatable %s for the check to request: check its device plugin, or leave it out of the policy", node.Name, v1alpha1.ResourceNvidiaGPU)}, nil
 	}
 	ns, name, _ := strings.Cut(res.Job, "/")
 	var job batchv1.Job
@@ -118,7 +139,19 @@ func (r *remediationReconciler) runJobCheck(ctx context.Context, node *corev1.No
 			spec.PriorityClass = v1alpha1.PriorityClassIdleCheck
 		}
 		job := checkJob(spec)
-		if err := r.client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		if owner.stillOpen != nil {
+			if err := owner.stillOpen(ctx); err != nil {
+				return jobCheck{}, err
+			}
+		}
+		switch err := r.client.Create(ctx, job); {
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsNotFound(err):
+			// Retrying does not help: the controller may not create Jobs
+			// there (its Role), the namespace is missing, or the policy's
+			// image or command make an invalid Job.
+			return jobCheck{outcome: v1alpha1.CheckError, misconfigured: true, floor: floor,
+				message: fmt.Sprintf("the API server refused check Job %s: %v", res.Job, err)}, nil
+		case err != nil && !apierrors.IsAlreadyExists(err):
 			return jobCheck{}, fmt.Errorf("creating check Job %s: %w", res.Job, err)
 		}
 		return jobCheck{wait: "Job " + res.Job + " created"}, nil
@@ -130,18 +163,15 @@ func (r *remediationReconciler) runJobCheck(ctx context.Context, node *corev1.No
 		return jobCheck{wait: "Job " + res.Job + " running"}, nil
 	}
 	if failed != "" {
-		gone, err := r.checkDisrupted(ctx, &job)
+		gone, err := r.checkDisrupted(ctx, &job, node.Name)
 		if err != nil {
 			return jobCheck{}, err
 		}
 		if gone != "" {
-			if err := r.deleteCheckJob(ctx, &job); err != nil {
-				return jobCheck{}, err
-			}
 			return jobCheck{outcome: v1alpha1.CheckError, floor: floor, disrupted: true, message: gone + " (the Job: " + failed + ")"}, nil
 		}
 	}
-	out, src, err := r.checkOutput(ctx, &job)
+	out, src, err := r.checkOutput(ctx, &job, node.Name)
 	if err != nil {
 		return jobCheck{}, err
 	}
@@ -154,9 +184,6 @@ func (r *remediationReconciler) runJobCheck(ctx context.Context, node *corev1.No
 	default:
 		v = judgeOutput(c, out, minGBps)
 		v.Message += " (output from the pod's " + src + ")"
-	}
-	if err := r.deleteCheckJob(ctx, &job); err != nil {
-		return jobCheck{}, err
 	}
 	return jobCheck{outcome: v.Outcome, value: v.Value, floor: v.Floor, message: v.Message, excerpt: v.Excerpt}, nil
 }
@@ -196,9 +223,9 @@ func jobFinished(j *batchv1.Job) (done bool, failed string) {
 // checkOutput is the output of the Job's last pod: its log, else its
 // container's termination message (which the kubelet fills from the log's
 // tail when the container failed, FallbackToLogsOnError).
-func (r *remediationReconciler) checkOutput(ctx context.Context, j *batchv1.Job) (out []byte, source string, err error) {
-	pod, err := r.checkPod(ctx, j)
-	if err != nil || pod == nil {
+func (r *remediationReconciler) checkOutput(ctx context.Context, j *batchv1.Job, node string) (out []byte, source string, err error) {
+	pod, err := r.checkPod(ctx, j, node)
+	if err != nil || pod == nil || pod.Spec.NodeName != node {
 		return nil, "", err
 	}
 	if r.checks.Logs != nil {
@@ -214,8 +241,9 @@ func (r *remediationReconciler) checkOutput(ctx context.Context, j *batchv1.Job)
 	return nil, "", nil
 }
 
-// checkPod is the Job's most recent pod (backoffLimit 0: normally its only one).
-func (r *remediationReconciler) checkPod(ctx context.Context, j *batchv1.Job) (*corev1.Pod, error) {
+// checkPod is the Job's most recent pod (backoffLimit 0: normally its only
+// one) that is truly the Job's, on node or not yet bound.
+func (r *remediationReconciler) checkPod(ctx context.Context, j *batchv1.Job, node string) (*corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := r.reader.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{labelJobName: j.Name}); err != nil {
 		return nil, fmt.Errorf("listing the pods of check Job %s/%s: %w", j.Namespace, j.Name, err)
@@ -223,6 +251,9 @@ func (r *remediationReconciler) checkPod(ctx context.Context, j *batchv1.Job) (*
 	var last *corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		if !jobsPod(p, j, node) {
+			continue
+		}
 		if last == nil || last.CreationTimestamp.Before(&p.CreationTimestamp) {
 			last = p
 		}
@@ -230,17 +261,29 @@ func (r *remediationReconciler) checkPod(ctx context.Context, j *batchv1.Job) (*
 	return last, nil
 }
 
+// jobsPod reports whether p can speak for check Job j on node. The label
+// alone proves nothing: the kubelet of the node under test may create a
+// mirror pod with any labels and a forged passing termination message.
+// The Job's own pods have it as their controller (the API server refuses
+// a mirror pod any owner but its node) and run on node.
+func jobsPod(p *corev1.Pod, j *batchv1.Job, node string) bool {
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	return metav1.IsControlledBy(p, j) && (p.Spec.NodeName == "" || p.Spec.NodeName == node)
+}
+
 // checkDisrupted says why a failed Job's pod did not run to its end when
 // something other than the check ended it: the scheduler preempted it for
 // a workload (condition DisruptionTarget), or it was deleted. Empty when
 // the pod ran to its end.
-func (r *remediationReconciler) checkDisrupted(ctx context.Context, j *batchv1.Job) (string, error) {
+func (r *remediationReconciler) checkDisrupted(ctx context.Context, j *batchv1.Job, node string) (string, error) {
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Reason == batchv1.JobReasonDeadlineExceeded {
 			return "", nil // the Job controller deletes the pods of a Job out of time: a timeout, not a disruption
 		}
 	}
-	pod, err := r.checkPod(ctx, j)
+	pod, err := r.checkPod(ctx, j, node)
 	if err != nil {
 		return "", err
 	}
@@ -259,19 +302,35 @@ func (r *remediationReconciler) checkDisrupted(ctx context.Context, j *batchv1.J
 }
 
 // checkScheduled reports whether any pod of the check's Job was bound to
-// a node: a check that times out without one was never run.
-func (r *remediationReconciler) checkScheduled(ctx context.Context, jobRef string) bool {
+// the node: a check that times out without one was never run.
+func (r *remediationReconciler) checkScheduled(ctx context.Context, jobRef, node string) bool {
 	ns, name, _ := strings.Cut(jobRef, "/")
-	var pods corev1.PodList
-	if err := r.reader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{labelJobName: name}); err != nil {
+	var job batchv1.Job
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); err != nil {
 		return true // unknown: say "timed out", the weaker claim
 	}
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != "" {
+	var pods corev1.PodList
+	if err := r.reader.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{labelJobName: name}); err != nil {
+		return true
+	}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; jobsPod(p, &job, node) && p.Spec.NodeName == node {
 			return true
 		}
 	}
 	return false
+}
+
+// dropCheckJob deletes a judged check's Job once its verdict is saved. A
+// failure is only logged: the verdict is the record, and the Job's TTL
+// removes it anyway.
+func (r *remediationReconciler) dropCheckJob(ctx context.Context, ref string) {
+	if ref == "" {
+		return
+	}
+	if err := r.deleteCheckJobRef(ctx, ref); err != nil {
+		log.FromContext(ctx).Error(err, "the check's verdict is saved; its Job goes at its TTL", "job", ref)
+	}
 }
 
 // deleteCheckJob deletes a check Job and, in the background, its pods.

@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -123,8 +125,9 @@ func finishCheckJob(t *testing.T, ctx context.Context, c client.Client, job *bat
 	t.Helper()
 	ts := metav1.NewTime(now)
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-x7k2p", Labels: job.Spec.Template.Labels},
-		Spec:       *job.Spec.Template.Spec.DeepCopy(),
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-x7k2p", Labels: job.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: *job.Spec.Template.Spec.DeepCopy(),
 	}
 	pod.Spec.NodeName = node
 	if err := c.Create(ctx, pod); err != nil {
@@ -344,6 +347,10 @@ func assertCheckJob(t *testing.T, j batchv1.Job, node, incident string) {
 		t.Errorf("pod spec %+v", ps)
 	case c.Image != DefaultCheckImageDCGM || !slices.Equal(c.Command, []string{"sh", "-c", "nv-hostengine && exec dcgmi diag -r 2 -j"}):
 		t.Errorf("image %s command %q", c.Image, c.Command)
+	case ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken:
+		t.Error("the check pod mounts a service account token")
+	case j.Annotations[v1alpha1.AnnotationCheckNodeName] != node || j.Spec.Template.Annotations[v1alpha1.AnnotationCheckNodeName] != node:
+		t.Errorf("node-name annotation %q on the Job, %q on its pods", j.Annotations[v1alpha1.AnnotationCheckNodeName], j.Spec.Template.Annotations[v1alpha1.AnnotationCheckNodeName])
 	case gpus.Value() != 8:
 		t.Errorf("GPU limit %s, want the node's 8", gpus.String())
 	case ps.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values[0] != node:
@@ -483,36 +490,59 @@ func TestGateRestartMidCheckResumes(t *testing.T) {
 	}
 }
 
-// TestGateCheckConfigurationErrors: a node whose product no floor matches
-// fails its bandwidth check; a kind without an image is an Error.
+// TestGateCheckConfigurationErrors: a check that configuration kept from
+// running (no floor for the node's product, no image for the kind, no
+// GPUs to request, a Job the API server refuses) is an Error that says
+// what to fix and holds the node for an operator: no replace, since any
+// node would fail it the same way.
 func TestGateCheckConfigurationErrors(t *testing.T) {
+	forbidden := interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		if _, ok := obj.(*batchv1.Job); ok {
+			return apierrors.NewForbidden(batchv1.Resource("jobs"), obj.GetName(), errors.New("RBAC: no create in namespace default"))
+		}
+		return c.Create(ctx, obj, opts...)
+	}}
 	for _, tc := range []struct {
-		name  string
-		check v1alpha1.ValidationCheck
-		want  v1alpha1.CheckOutcome
-		msg   string
+		name   string
+		check  v1alpha1.ValidationCheck
+		noGPUs bool
+		funcs  []interceptor.Funcs
+		msg    string
 	}{
-		{"no floor for the product", v1alpha1.ValidationCheck{Name: "nccl", Kind: v1alpha1.CheckNCCL, Floors: []v1alpha1.BandwidthFloor{{Product: "B200", MinGBps: 1}}},
-			v1alpha1.CheckFailed, "no floor of check nccl matches GPU product " + h100},
-		{"no image", v1alpha1.ValidationCheck{Name: "nvb", Kind: v1alpha1.CheckNVBandwidth, Floors: []v1alpha1.BandwidthFloor{{Product: "*", MinGBps: 1}}},
-			v1alpha1.CheckError, "--check-image-nvbandwidth"},
+		{name: "no floor for the product", check: v1alpha1.ValidationCheck{Name: "nccl", Kind: v1alpha1.CheckNCCL, Floors: []v1alpha1.BandwidthFloor{{Product: "B200", MinGBps: 1}}},
+			msg: "no floor of check nccl matches GPU product " + h100},
+		{name: "no image", check: v1alpha1.ValidationCheck{Name: "nvb", Kind: v1alpha1.CheckNVBandwidth, Floors: []v1alpha1.BandwidthFloor{{Product: "*", MinGBps: 1}}},
+			msg: "--check-image-nvbandwidth"},
+		{name: "no GPUs", check: dcgmCheck(), noGPUs: true, msg: "no allocatable nvidia.com/gpu"},
+		{name: "Job forbidden", check: dcgmCheck(), funcs: []interceptor.Funcs{forbidden}, msg: "RBAC: no create"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newClockEnv(t)
+			e := newClockEnv(t, tc.funcs...)
 			e.gatePolicy(tc.check)
 			node := e.addNodes("gpu", 1)[0]
-			e.gpuNode(node)
+			if !tc.noGPUs {
+				e.gpuNode(node)
+			}
 			e.breakGPU(node, "reboot")
 			e.step(2 * time.Minute)
 			e.healGPU(node)
 			e.step(time.Minute)
 			nr := e.only(node)
-			if len(nr.Status.Validation) != 1 || nr.Status.Validation[0].Outcome != tc.want || !contains(nr.Status.Validation[0].Message, tc.msg) {
-				t.Fatalf("results %+v, want %s saying %q", nr.Status.Validation, tc.want, tc.msg)
+			if len(nr.Status.Validation) != 1 || nr.Status.Validation[0].Outcome != v1alpha1.CheckError ||
+				!strings.HasPrefix(nr.Status.Validation[0].Message, misconfiguredPrefix) || !contains(nr.Status.Validation[0].Message, tc.msg) {
+				t.Fatalf("results %+v, want Error of configuration saying %q", nr.Status.Validation, tc.msg)
 			}
-			if len(e.checkJobs(node)) != 0 || nr.Status.Action != v1alpha1.ActionReplace {
-				t.Errorf("a Job ran or the node was not replaced (action %s)", nr.Status.Action)
+			if nr.Status.Phase != v1alpha1.PhaseFailed || nr.Status.Reason != v1alpha1.ReasonValidationFailed || !contains(nr.Status.Message, "operator fixes the configuration") {
+				t.Errorf("phase %s/%s (%s), want Failed/ValidationFailed holding the node", nr.Status.Phase, nr.Status.Reason, nr.Status.Message)
 			}
+			if len(e.checkJobs(node)) != 0 || nr.Status.Action == v1alpha1.ActionReplace || len(e.prov.CallsTo(fake.MethodReplace)) != 0 {
+				t.Errorf("a Job ran or the node was replaced (action %s)", nr.Status.Action)
+			}
+			if evs := e.events.find(node, v1alpha1.EventReasonRemediationPrefix+string(v1alpha1.PhaseFailed)); len(evs) != 1 || !contains(evs[0].note, tc.msg) {
+				t.Errorf("Events %+v on the node, want one saying %q", evs, tc.msg)
+			}
+			e.step(time.Hour)
+			e.assertHeld(node)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 )
@@ -36,6 +37,25 @@ func TestCheckJobName(t *testing.T) {
 
 // TestMatchFloor: the first floor whose product the label contains,
 // ignoring case; "*" matches any product, even none.
+// TestCheckNodeLabel: a node name fits the label whole up to 63
+// characters; a longer one is cut and told apart by a hash, a valid label
+// value either way.
+func TestCheckNodeLabel(t *testing.T) {
+	long := strings.Repeat("ip-10-0-0-1.", 8) + "ec2.internal"
+	for _, name := range []string{"gpu-0000", strings.Repeat("a", 63), long, long + "x", strings.Repeat("a", 51) + ".b" + strings.Repeat("c", 20)} {
+		got := checkNodeLabel(name)
+		if errs := validation.IsValidLabelValue(got); len(errs) > 0 {
+			t.Errorf("%s: label %q: %v", name, got, errs)
+		}
+		if len(name) <= 63 && got != name {
+			t.Errorf("%s: label %q, want the name", name, got)
+		}
+	}
+	if checkNodeLabel(long) == checkNodeLabel(long+"x") {
+		t.Error("two long names share a label")
+	}
+}
+
 func TestMatchFloor(t *testing.T) {
 	floors := []v1alpha1.BandwidthFloor{{Product: "H100", MinGBps: 350}, {Product: "h200", MinGBps: 400}, {Product: "*", MinGBps: 100}}
 	for product, want := range map[string]int32{
@@ -92,22 +112,29 @@ func TestJudgeAgentReport(t *testing.T) {
 		{name: "one fails", raw: report(t, fresh, "", v1alpha1.AgentCheckNVLinksUp), outcome: v1alpha1.CheckFailed, says: "NVLinksUp: bad [31m (found x, expected y)"},
 		{name: "a failure not asked about", raw: report(t, fresh, "", v1alpha1.AgentCheckNVLinksUp), names: []string{v1alpha1.AgentCheckGPUsPresent}, outcome: v1alpha1.CheckPassed},
 		{name: "a named check absent", raw: partial, names: []string{v1alpha1.AgentCheckFabricHealthy}, outcome: v1alpha1.CheckFailed, says: "FabricHealthy: absent"},
-		{name: "not JSON", raw: "{", outcome: v1alpha1.CheckError, says: "cut short"},
-		{name: "empty", raw: "", outcome: v1alpha1.CheckError, says: "empty"},
-		{name: "unknown field", raw: `{"time":"2026-12-01T12:00:01Z","checks":[],"passed":true}`, outcome: v1alpha1.CheckError, says: `unknown field "passed"`},
-		{name: "trailing data", raw: partial + `{}`, outcome: v1alpha1.CheckError, says: "data after the report"},
-		{name: "no time", raw: `{"checks":[]}`, outcome: v1alpha1.CheckError, says: "no time"},
-		{name: "duplicate", raw: `{"time":"2026-12-01T12:00:01Z","checks":[{"name":"a","passed":false},{"name":"a","passed":true}]}`, outcome: v1alpha1.CheckError, says: `"a" twice`},
-		{name: "huge", raw: `{"time":"2026-12-01T12:00:01Z","checks":[],"x":"` + strings.Repeat("a", maxAgentReport) + `"}`, outcome: v1alpha1.CheckError, says: "more than the 16384"},
-		{name: "wrong type", raw: `{"time":"2026-12-01T12:00:01Z","checks":[{"name":"a","passed":"yes"}]}`, outcome: v1alpha1.CheckError, says: "at byte"},
+		// Unreadable reports wait like no report (the check's timeout ends
+		// them as Error), the parse error in what the check waits for.
+		{name: "not JSON", raw: "{", says: "unreadable: annotation gpuheal.io/agent-checks: not a report of the agent's checks: cut short"},
+		{name: "empty", raw: "", says: "empty"},
+		{name: "unknown field", raw: `{"time":"2026-12-01T12:00:01Z","checks":[{"name":"GPUsPresent","passed":true,"gpus":8}],"passed":true,"agentVersion":"9.9"}`,
+			names: []string{v1alpha1.AgentCheckGPUsPresent}, outcome: v1alpha1.CheckPassed, says: "passes GPUsPresent"},
+		{name: "trailing data", raw: partial + `{}`, says: "data after the report"},
+		{name: "no time", raw: `{"checks":[]}`, says: "no time"},
+		{name: "duplicate", raw: `{"time":"2026-12-01T12:00:01Z","checks":[{"name":"a","passed":false},{"name":"a","passed":true}]}`, says: `"a" twice`},
+		{name: "huge", raw: `{"time":"2026-12-01T12:00:01Z","checks":[],"x":"` + strings.Repeat("a", maxAgentReport) + `"}`, says: "more than the 16384"},
+		{name: "wrong type", raw: `{"time":"2026-12-01T12:00:01Z","checks":[{"name":"a","passed":"yes"}]}`, says: "at byte"},
+		{name: "unreadable with control characters", raw: "{\"time\":\x1b[2J", says: "unreadable"},
 	} {
 		v := judgeAgentReport(tc.raw, !tc.absent, since, tc.bootID, tc.names)
 		said := v.message + v.pending
 		if v.outcome != tc.outcome || !strings.Contains(said, tc.says) {
 			t.Errorf("%s: outcome %q, said %q; want %q saying %q", tc.name, v.outcome, said, tc.outcome, tc.says)
 		}
-		if strings.ContainsRune(said, 0x1b) {
-			t.Errorf("%s: a control character from the node reached the message: %q", tc.name, said)
+		if strings.ContainsRune(said, 0x1b) || strings.ContainsRune(v.excerpt, 0x1b) {
+			t.Errorf("%s: a control character from the node reached the message or excerpt: %q, %q", tc.name, said, v.excerpt)
+		}
+		if len(v.excerpt) > 2048 {
+			t.Errorf("%s: excerpt of %d bytes", tc.name, len(v.excerpt))
 		}
 	}
 }

@@ -271,15 +271,18 @@ func (g *gateReconciler) advance(ctx context.Context, node *corev1.Node, p *poli
 			res = &run.Checks[len(run.Checks)-1]
 		}
 		if res.Outcome == "" {
-			wait, err := g.stepCheck(ctx, node, c, res, checkJobOwner{purpose: run.Purpose})
+			wait, err := g.stepCheck(ctx, node, c, res, checkJobOwner{purpose: run.Purpose, stillOpen: g.runCheckOpen(node, run, res.Name)})
 			if err != nil || wait > 0 {
 				return ctrl.Result{RequeueAfter: wait}, err
 			}
 			res.Excerpt = truncate(res.Excerpt, maxRunExcerpt)
+			// The verdict is saved before the Job goes: were the write
+			// lost, the Job is still there to judge again.
 			if err := g.saveRun(ctx, node, run, nil); err != nil {
 				return ctrl.Result{}, err
 			}
 			g.gateCheckFinished(ctx, node, run, *res)
+			g.dropCheckJob(ctx, res.Job)
 		}
 		if res.Outcome != v1alpha1.CheckPassed {
 			return g.runFailed(ctx, node, p, run, res)
@@ -294,6 +297,26 @@ func (g *gateReconciler) advance(ctx context.Context, node *corev1.Node, p *poli
 	return ctrl.Result{}, err
 }
 
+// runCheckOpen re-reads the node past the cache: a conflict unless its
+// run record still has check name open, so that a stale cached node never
+// creates the Job of a judged check.
+func (g *gateReconciler) runCheckOpen(node *corev1.Node, run *gateRun, name string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var fresh corev1.Node
+		if err := g.reader.Get(ctx, client.ObjectKeyFromObject(node), &fresh); err != nil {
+			return err
+		}
+		got, err := nodeRun(&fresh)
+		if err == nil && got.running() && got.Purpose == run.Purpose && got.Attempt == run.Attempt {
+			if res := got.result(name); res != nil && res.Outcome == "" {
+				return nil
+			}
+		}
+		return apierrors.NewConflict(corev1.Resource("nodes"), node.Name,
+			fmt.Errorf("check %s of %s run %d is no longer open: the cached node is stale", name, run.Purpose, run.Attempt))
+	}
+}
+
 // runFailed ends a run whose check res did not pass. An idle check that
 // gave way to a workload is skipped: it says nothing of the node. A
 // joining node keeps its taint and is tried again after the backoff. A
@@ -306,6 +329,12 @@ func (g *gateReconciler) runFailed(ctx context.Context, node *corev1.Node, p *po
 	if run.Purpose == v1alpha1.CheckPurposeIdle && gaveWay(res) {
 		return ctrl.Result{RequeueAfter: p.Spec.Validation.IdleInterval.Duration},
 			g.endRun(ctx, node, run, runSkipped, "idle check "+res.Name+" gave way to a workload; it runs again after "+p.Spec.Validation.IdleInterval.Duration.String(), nil)
+	}
+	if run.Purpose == v1alpha1.CheckPurposeIdle && misconfigured(res) {
+		// Configuration, not the node: tainting would take every idle
+		// node out of service for it.
+		return ctrl.Result{RequeueAfter: p.Spec.Validation.IdleInterval.Duration},
+			g.endRun(ctx, node, run, string(res.Outcome), "idle "+what+"; the node stays in service until an operator fixes the configuration", nil)
 	}
 	if run.Purpose == v1alpha1.CheckPurposeJoin {
 		return ctrl.Result{RequeueAfter: joinRetryBackoff},

@@ -104,8 +104,9 @@ func (h *harness) preemptCheckJob(job *batchv1.Job, node string) {
 	h.t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-p9q4z", Labels: job.Spec.Template.Labels},
-		Spec:       *job.Spec.Template.Spec.DeepCopy(),
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-p9q4z", Labels: job.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))}},
+		Spec: *job.Spec.Template.Spec.DeepCopy(),
 	}
 	pod.Spec.NodeName = node
 	h.create(pod)

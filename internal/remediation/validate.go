@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
@@ -68,11 +69,29 @@ func (r *remediationReconciler) validating(ctx context.Context, in *incident) (c
 		}
 	}
 	if node == nil {
+		if err := r.deleteOpenCheckJobs(ctx, in, name, nil); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonNodeDeleted, "node "+name+" was deleted while its checks ran")
 	}
-	var checks []v1alpha1.ValidationCheck
-	if in.policy.Spec.Validation != nil {
-		checks = in.policy.Spec.Validation.Checks
+	// A verdict against the node in this attempt is final, whatever the
+	// policy says now: a check renamed or dropped, or the policy gone,
+	// never lets a node that failed back into service.
+	for i := range st.Validation {
+		if res := &st.Validation[i]; res.Node == name && res.Attempt == st.Attempts &&
+			(res.Outcome == v1alpha1.CheckFailed || res.Outcome == v1alpha1.CheckError) {
+			return ctrl.Result{}, r.validationFailed(ctx, in, node, res)
+		}
+	}
+	if !gated(in) {
+		return ctrl.Result{}, r.validationDropped(ctx, in, name)
+	}
+	checks := in.policy.Spec.Validation.Checks
+	current := func(res v1alpha1.CheckResult) bool {
+		return slices.ContainsFunc(checks, func(c v1alpha1.ValidationCheck) bool { return c.Name == res.Name })
+	}
+	if err := r.deleteOpenCheckJobs(ctx, in, name, current); err != nil {
+		return ctrl.Result{}, err
 	}
 	var passed []string
 	for _, c := range checks {
@@ -102,7 +121,71 @@ func (r *remediationReconciler) validating(ctx context.Context, in *incident) (c
 		}
 		passed = append(passed, c.Name)
 	}
+	// A fault that surfaced while the checks ran is a failure too.
+	if why := r.unhealthyNode(in, node); why != "" {
+		now := metav1.NewTime(r.clock.Now())
+		st.Validation = append(st.Validation, v1alpha1.CheckResult{Name: nodeHealthCheck, Kind: v1alpha1.CheckAgent, Node: name, Attempt: st.Attempts,
+			Outcome: v1alpha1.CheckFailed, Value: truncate(why, 256), Floor: "Ready, none of the policy's unhealthy conditions",
+			Started: now, Finished: &now, Message: truncate("the node became unhealthy while its checks ran: "+why, 1024)})
+		return ctrl.Result{}, r.validationFailed(ctx, in, node, &st.Validation[len(st.Validation)-1])
+	}
 	return ctrl.Result{}, r.validationPassed(ctx, in, node, passed)
+}
+
+// nodeHealthCheck names the result that records a node found unhealthy
+// once its checks had passed.
+const nodeHealthCheck = "node-health"
+
+// unhealthyNode says why node is not Ready and healthy by the policy, or
+// is empty.
+func (r *remediationReconciler) unhealthyNode(in *incident, node *corev1.Node) string {
+	if !nodeReady(node) {
+		return "node " + node.Name + " is not Ready"
+	}
+	if c := in.policy.unhealthyNow(node); c != nil {
+		return fmt.Sprintf("node %s has %s=%s (%s)", node.Name, c.Type, c.Status, cleanLine(c.Reason, 128))
+	}
+	return ""
+}
+
+// validationDropped is the policy no longer validating while a node's
+// checks ran: their Jobs go and the incident goes back to Verifying, which
+// returns the node as without the gate (healthy for the recovery hold).
+// A recorded failure was dealt with before: it is final.
+func (r *remediationReconciler) validationDropped(ctx context.Context, in *incident, node string) error {
+	if err := r.deleteOpenCheckJobs(ctx, in, node, nil); err != nil {
+		return err
+	}
+	return r.setPhase(ctx, in, v1alpha1.PhaseVerifying, v1alpha1.ReasonVerifying,
+		"policy "+in.policy.Name+" no longer validates nodes; node "+node+" returns once Ready and healthy for the recovery hold")
+}
+
+// deleteOpenCheckJobs deletes the Jobs of the node's checks of this
+// attempt that have no verdict, but those keep says to keep (nil: none).
+// The results of the checks deleted leave the status: they carry no
+// verdict, and no check of that name runs any more.
+func (r *remediationReconciler) deleteOpenCheckJobs(ctx context.Context, in *incident, node string, keep func(v1alpha1.CheckResult) bool) error {
+	st := &in.nr.Status
+	var kept []v1alpha1.CheckResult
+	dropped := false
+	for _, res := range st.Validation {
+		if res.Node != node || res.Attempt != st.Attempts || res.Outcome != "" || (keep != nil && keep(res)) {
+			kept = append(kept, res)
+			continue
+		}
+		if err := r.deleteCheckJobRef(ctx, res.Job); err != nil {
+			return err
+		}
+		dropped = true
+	}
+	if !dropped {
+		return nil
+	}
+	st.Validation = kept
+	if keep == nil {
+		return nil // the caller's phase change writes the status
+	}
+	return r.client.Status().Update(ctx, in.nr)
 }
 
 // checkOwner names the incident in its check Jobs' names: its UID, which
@@ -116,9 +199,11 @@ func (r *remediationReconciler) checkOwner(in *incident) string {
 
 // runCheck advances one check of the incident; it returns how soon to
 // look again while the check runs, or 0 once res holds its outcome
-// (written to the status).
+// (written to the status). The verdict is saved before the Job is
+// deleted: were the write lost, the Job is still there to judge again.
 func (r *remediationReconciler) runCheck(ctx context.Context, in *incident, node *corev1.Node, c v1alpha1.ValidationCheck, res *v1alpha1.CheckResult) (time.Duration, error) {
-	wait, err := r.stepCheck(ctx, node, c, res, checkJobOwner{purpose: v1alpha1.CheckPurposeRepair, incident: in.nr.Name})
+	owner := checkJobOwner{purpose: v1alpha1.CheckPurposeRepair, incident: in.nr.Name, stillOpen: r.incidentCheckOpen(in, *res)}
+	wait, err := r.stepCheck(ctx, node, c, res, owner)
 	if err != nil || wait > 0 {
 		return wait, err
 	}
@@ -126,23 +211,50 @@ func (r *remediationReconciler) runCheck(ctx context.Context, in *incident, node
 		return 0, err
 	}
 	r.checkFinished(ctx, in, node, *res)
+	r.dropCheckJob(ctx, res.Job)
 	return 0, nil
+}
+
+// incidentCheckOpen re-reads the incident past the cache: a conflict
+// unless it is still Validating with check res open, so that a reconcile
+// of a stale cached incident never creates the Job of a judged check.
+func (r *remediationReconciler) incidentCheckOpen(in *incident, res v1alpha1.CheckResult) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var fresh v1alpha1.NodeRemediation
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(in.nr), &fresh); err != nil {
+			return err
+		}
+		open := fresh.Status.Phase == v1alpha1.PhaseValidating && fresh.Status.Attempts == res.Attempt &&
+			slices.ContainsFunc(fresh.Status.Validation, func(f v1alpha1.CheckResult) bool {
+				return f.Name == res.Name && f.Node == res.Node && f.Attempt == res.Attempt && f.Outcome == ""
+			})
+		if !open {
+			return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("noderemediations").GroupResource(), in.nr.Name,
+				fmt.Errorf("check %s of attempt %d is no longer open: the cached incident is stale", res.Name, res.Attempt))
+		}
+		return nil
+	}
 }
 
 // stepCheck advances check c on node for whoever runs it (an incident's
 // gate, a join or an idle check): it returns how soon to look again while
 // the check runs, or 0 once it has filled res's outcome, which the caller
-// saves.
+// saves (and then deletes the Job). Errors count against the check's
+// timeout too: a Job that can never be created ends as Error.
 func (r *remediationReconciler) stepCheck(ctx context.Context, node *corev1.Node, c v1alpha1.ValidationCheck, res *v1alpha1.CheckResult, owner checkJobOwner) (time.Duration, error) {
 	var got jobCheck
+	_, reported := node.Annotations[v1alpha1.AnnotationAgentChecks]
 	if c.Kind == v1alpha1.CheckAgent {
-		raw, ok := node.Annotations[v1alpha1.AnnotationAgentChecks]
-		v := judgeAgentReport(raw, ok, res.Started.Time, node.Status.NodeInfo.BootID, c.AgentChecks)
+		raw := node.Annotations[v1alpha1.AnnotationAgentChecks]
+		v := judgeAgentReport(raw, reported, res.Started.Time, node.Status.NodeInfo.BootID, c.AgentChecks)
 		got = jobCheck{outcome: v.outcome, value: v.value, floor: v.floor, message: v.message, excerpt: v.excerpt, wait: v.pending}
 	} else {
 		var err error
 		if got, err = r.runJobCheck(ctx, node, c, res, owner); err != nil {
-			return 0, err
+			if apierrors.IsConflict(err) || r.clock.Since(res.Started.Time) < checkTimeout(c) {
+				return 0, err
+			}
+			got = jobCheck{wait: "the last try failed: " + err.Error()}
 		}
 	}
 	if got.outcome == "" {
@@ -152,20 +264,24 @@ func (r *remediationReconciler) stepCheck(ctx context.Context, node *corev1.Node
 		}
 		got.outcome = v1alpha1.CheckError
 		got.message = fmt.Sprintf("no result within the check's timeout of %s: %s", checkTimeout(c), got.wait)
-		if c.Kind != v1alpha1.CheckAgent {
-			if !r.checkScheduled(ctx, res.Job) {
-				got.message = fmt.Sprintf("%s on %s within the check's timeout of %s", notScheduledPrefix, node.Name, checkTimeout(c))
-			}
-			if err := r.deleteCheckJobRef(ctx, res.Job); err != nil {
-				return 0, err
-			}
+		if c.Kind == v1alpha1.CheckAgent && !reported {
+			got.misconfigured = true
+			got.message = fmt.Sprintf("node %s never reported its agent's checks (annotation %s) within the check's timeout of %s: "+
+				"run gpuheal-agent on it with --agent-checks-interval above 0, or drop the Agent check from the policy",
+				node.Name, v1alpha1.AnnotationAgentChecks, checkTimeout(c))
+		}
+		if c.Kind != v1alpha1.CheckAgent && !r.checkScheduled(ctx, res.Job, node.Name) {
+			got.message = fmt.Sprintf("%s on %s within the check's timeout of %s", notScheduledPrefix, node.Name, checkTimeout(c))
 		}
 	}
 	now := metav1.NewTime(r.clock.Now())
 	res.Outcome, res.Value, res.Floor, res.Finished = got.outcome, truncate(got.value, 256), truncate(got.floor, 256), &now
-	res.Message, res.Excerpt = truncate(got.message, 1024), truncate(got.excerpt, 2048)
-	if got.disrupted {
+	res.Message, res.Excerpt = truncate(got.message, 1024), excerptOf(got.excerpt, 2048)
+	switch {
+	case got.disrupted:
 		res.Message = truncate(disruptedPrefix+res.Message, 1024)
+	case got.misconfigured:
+		res.Message = truncate(misconfiguredPrefix+res.Message, 1024)
 	}
 	return 0, nil
 }
@@ -243,6 +359,18 @@ func (r *remediationReconciler) validationPassed(ctx context.Context, in *incide
 func (r *remediationReconciler) validationFailed(ctx context.Context, in *incident, node *corev1.Node, res *v1alpha1.CheckResult) error {
 	st := &in.nr.Status
 	what := fmt.Sprintf("check %s %s on %s (value %s, floor %s): %s", res.Name, res.Outcome, node.Name, orNone(res.Value), orNone(res.Floor), res.Message)
+	if misconfigured(res) {
+		// Replacing would not help: every node would fail the same way.
+		in.node = node
+		if err := r.cordon(ctx, in); err != nil {
+			return err
+		}
+		if err := r.setValidatingTaint(ctx, node, true); err != nil {
+			return err
+		}
+		return r.finish(ctx, in, v1alpha1.PhaseFailed, v1alpha1.ReasonValidationFailed,
+			what+"; this says nothing of the node, so it is not replaced: it stays cordoned and tainted until an operator fixes the configuration")
+	}
 	if node.Name != in.nr.Spec.NodeName {
 		in.node = node
 		if err := r.cordon(ctx, in); err != nil {

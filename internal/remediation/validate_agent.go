@@ -8,8 +8,10 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/termsafe"
 )
 
 // maxAgentReport bounds the agent's report annotation. The node's own
@@ -21,15 +23,15 @@ const maxAgentReport = 16 << 10
 // maxAgentChecks bounds the entries of a report (the agent has 8 checks).
 const maxAgentChecks = 64
 
-// parseAgentReport decodes AnnotationAgentChecks strictly: one JSON object
-// of v1alpha1.AgentChecks, no unknown fields, nothing after it, a time,
-// named checks each at most once.
+// parseAgentReport decodes AnnotationAgentChecks: one bounded JSON object
+// of v1alpha1.AgentChecks, nothing after it, a time, named checks each at
+// most once. Fields it does not know are skipped: a newer agent may add
+// some, and refusing them would fail every node it runs on.
 func parseAgentReport(raw string) (*v1alpha1.AgentChecks, error) {
 	if len(raw) > maxAgentReport {
 		return nil, fmt.Errorf("annotation %s: %d bytes, more than the %d a report may have", v1alpha1.AnnotationAgentChecks, len(raw), maxAgentReport)
 	}
 	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var rep v1alpha1.AgentChecks
 	if err := dec.Decode(&rep); err != nil {
 		return nil, fmt.Errorf("annotation %s: not a report of the agent's checks: %w", v1alpha1.AnnotationAgentChecks, jsonAt(raw, dec, err))
@@ -101,8 +103,10 @@ func judgeAgentReport(raw string, present bool, since time.Time, bootID string, 
 	}
 	rep, err := parseAgentReport(raw)
 	if err != nil {
-		v.outcome, v.message = v1alpha1.CheckError, cleanLine(err.Error(), 1024)
-		v.excerpt = truncate(raw, 512)
+		// No report to judge yet, as if there were none: an agent mid
+		// upgrade may write a better one; the check's timeout ends the wait.
+		v.pending = "the node's report of the agent's checks is unreadable: " + cleanLine(err.Error(), 512)
+		v.excerpt = excerptOf(raw, 512)
 		return v
 	}
 	sinceSecond := since.Truncate(time.Second)
@@ -145,8 +149,21 @@ func judgeAgentReport(raw string, present bool, since time.Time, bootID string, 
 	v.outcome = v1alpha1.CheckFailed
 	v.value = truncate("FAIL: "+strings.Join(failed, ", "), 160)
 	v.message = truncate(strings.Join(details, "; "), 1024)
-	v.excerpt = truncate(compactJSON(raw), 2048)
+	v.excerpt = excerptOf(compactJSON(raw), 2048)
 	return v
+}
+
+// excerptOf is text from the node cleaned of control sequences (it is
+// shown on terminals by kubectl and gpuheal) and cut to n bytes.
+func excerptOf(s string, n int) string {
+	s = termsafe.Clean(s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // not mid-character
+	}
+	return s[:n]
 }
 
 // agentFloor says which agent checks must pass.
