@@ -103,15 +103,32 @@ func runUncordon(ctx context.Context, out io.Writer, o *uncordonOptions, names [
 func describeRelease(n *corev1.Node) string {
 	switch {
 	case n.Annotations[gpuhealv1.AnnotationCordonedBy] == "":
-		what := "gpuheal's taint " + gpuhealv1.TaintUnhealthy
+		what := "gpuheal's " + ourTaints(n)
 		if n.Spec.Unschedulable {
 			what += "; the cordon is not gpuheal's and stays"
 		}
 		return what
 	case n.Annotations[gpuhealv1.AnnotationWasUnschedulable] == "true":
-		return "gpuheal's taint and record; the cordon someone set before gpuheal stays"
+		return "gpuheal's " + ourTaints(n) + " and record; the cordon someone set before gpuheal stays"
 	}
-	return "gpuheal's cordon and taint (incident " + n.Annotations[gpuhealv1.AnnotationCordonedBy] + ")"
+	return "gpuheal's cordon and " + ourTaints(n) + " (incident " + n.Annotations[gpuhealv1.AnnotationCordonedBy] + ")"
+}
+
+// ourTaints names the taints of gpuheal's that n carries.
+func ourTaints(n *corev1.Node) string {
+	var keys []string
+	for _, key := range []string{gpuhealv1.TaintUnhealthy, gpuhealv1.TaintValidating} {
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key }) {
+			keys = append(keys, key)
+		}
+	}
+	switch len(keys) {
+	case 0:
+		return "record"
+	case 1:
+		return "taint " + keys[0]
+	}
+	return "taints " + strings.Join(keys, " and ")
 }
 
 // releaseNode applies nodemark.Release with the node's resourceVersion as

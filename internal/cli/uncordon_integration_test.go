@@ -25,6 +25,7 @@ func TestUncordonOursOnAPIServer(t *testing.T) {
 	ctx := t.Context()
 	ours := corev1.Taint{Key: gpuhealv1.TaintUnhealthy, Effect: corev1.TaintEffectNoSchedule}
 	theirs := corev1.Taint{Key: gpuhealv1.TaintKarpenterDisrupted, Effect: corev1.TaintEffectNoSchedule}
+	gate := corev1.Taint{Key: gpuhealv1.TaintValidating, Effect: corev1.TaintEffectNoSchedule}
 	node := func(name string, cordoned bool, ann map[string]string, taints ...corev1.Taint) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann},
 			Spec: corev1.NodeSpec{Unschedulable: cordoned, Taints: taints}}
@@ -34,6 +35,8 @@ func TestUncordonOursOnAPIServer(t *testing.T) {
 		node("before-us", true, map[string]string{gpuhealv1.AnnotationCordonedBy: "before-1", gpuhealv1.AnnotationWasUnschedulable: "true"}, ours),
 		node("their-cordon", true, nil, theirs),
 		node("our-taint-only", true, nil, ours, theirs),
+		node("gate-taint-only", false, nil, gate),
+		node("mid-check", true, map[string]string{gpuhealv1.AnnotationCordonedBy: "mid-1"}, ours, gate),
 		node("open-incident", true, map[string]string{gpuhealv1.AnnotationCordonedBy: "open-1"}, ours),
 		node("clean", false, nil),
 	} {
@@ -86,11 +89,13 @@ func TestUncordonOursOnAPIServer(t *testing.T) {
 		t.Fatalf("dry run: exit %d: %s", code, out)
 	}
 	for _, want := range []string{
-		"ours: would remove gpuheal's cordon and taint (incident ours-1)",
-		"before-us: would remove gpuheal's taint and record; the cordon someone set before gpuheal stays",
+		"ours: would remove gpuheal's cordon and taint gpuheal.io/unhealthy (incident ours-1)",
+		"before-us: would remove gpuheal's taint gpuheal.io/unhealthy and record; the cordon someone set before gpuheal stays",
 		"our-taint-only: would remove gpuheal's taint gpuheal.io/unhealthy; the cordon is not gpuheal's and stays",
+		"gate-taint-only: would remove gpuheal's taint gpuheal.io/validating",
+		"mid-check: would remove gpuheal's cordon and taints gpuheal.io/unhealthy and gpuheal.io/validating (incident mid-1)",
 		"open-incident: skipped: incident open-1 is open",
-		"3 nodes; nothing changed (rerun with --yes)",
+		"5 nodes; nothing changed (rerun with --yes)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, out)
@@ -107,12 +112,14 @@ func TestUncordonOursOnAPIServer(t *testing.T) {
 		t.Fatalf("--yes: exit %d: %s", code, out)
 	}
 	want := map[string]state{
-		"ours":           {false, "", false},
-		"before-us":      {true, "", false},
-		"their-cordon":   before["their-cordon"],
-		"our-taint-only": {true, gpuhealv1.TaintKarpenterDisrupted, false},
-		"open-incident":  before["open-incident"],
-		"clean":          before["clean"],
+		"ours":            {false, "", false},
+		"before-us":       {true, "", false},
+		"their-cordon":    before["their-cordon"],
+		"our-taint-only":  {true, gpuhealv1.TaintKarpenterDisrupted, false},
+		"gate-taint-only": {false, "", false},
+		"mid-check":       {false, "", false},
+		"open-incident":   before["open-incident"],
+		"clean":           before["clean"],
 	}
 	if got := read(); !mapsEqual(got, want) {
 		t.Errorf("after --yes: %v, want %v", got, want)

@@ -45,6 +45,10 @@ func plantLatent(faults []schedule.ScheduledFault, share float64, seed int64) []
 // GateFigures are what the health gate changes, measured in one run.
 type GateFigures struct {
 	LatentPlanted int // latent faults injected
+	// ReturnedWithLatent are nodes with a latent fault that a repair put
+	// back to work (a reboot that "healed" them), whether or not a
+	// workload later brought the fault up.
+	ReturnedWithLatent int
 	// Repeats are failures from a latent fault within repeatWindow of
 	// the node's last repair; PodsOnRepeats the workload pods placed on
 	// such a node between that repair and the failure.
@@ -65,12 +69,17 @@ type placement struct {
 func gateFigures(injections []schedule.Injection, rems []gpuhealv1.NodeRemediation, placed map[string]placement, speed float64) GateFigures {
 	g := GateFigures{Checks: map[string]int{}}
 	latentNodes := map[string]bool{}
+	returned := map[string]bool{}
 	for _, in := range injections {
 		if in.Class == latentClass && in.Skipped == "" {
 			g.LatentPlanted++
 			latentNodes[in.Node] = true
+			if repairedAfter(rems, in.Node, in.Time) {
+				returned[in.Node] = true
+			}
 		}
 	}
+	g.ReturnedWithLatent = len(returned)
 	window := time.Duration(float64(repeatWindow) / speed)
 	for _, in := range injections {
 		if in.Class != schedule.ClassSurfaced || in.Skipped != "" {
@@ -101,6 +110,18 @@ func gateFigures(injections []schedule.Injection, rems []gpuhealv1.NodeRemediati
 	return g
 }
 
+// repairedAfter says whether an incident of the node that ended after t
+// put the node itself back to work (Succeeded, not replaced).
+func repairedAfter(rems []gpuhealv1.NodeRemediation, node string, t time.Time) bool {
+	for _, rem := range rems {
+		if rem.Spec.NodeName == node && rem.Status.Phase == gpuhealv1.PhaseSucceeded && rem.Status.Replacement == "" &&
+			len(rem.Status.Phases) > 0 && rem.Status.Phases[len(rem.Status.Phases)-1].Time.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
 // lastRepairBefore is when the node's latest incident that ended before t
 // ended Succeeded, the moment it went back to work.
 func lastRepairBefore(rems []gpuhealv1.NodeRemediation, node string, t time.Time) (time.Time, bool) {
@@ -122,6 +143,7 @@ func PrintGateComparison(w io.Writer, off, on *Report) {
 	fmt.Fprintf(w, "\nsame fault schedule (seed %d, %d nodes, %s of fleet life), %d latent faults planted:\n", on.Seed, on.Nodes,
 		time.Duration(float64(on.Duration)*on.Speed).Round(time.Minute), on.Gate.LatentPlanted)
 	fmt.Fprintf(w, "  %-58s %14s %14s\n", "", "gate off", "gate on")
+	fmt.Fprintf(w, "  %-58s %14d %14d\n", "nodes put back to work with their latent fault", off.Gate.ReturnedWithLatent, on.Gate.ReturnedWithLatent)
 	fmt.Fprintf(w, "  %-58s %14d %14d\n", "failures again within 1h from the same latent fault", off.Gate.Repeats, on.Gate.Repeats)
 	fmt.Fprintf(w, "  %-58s %14d %14d\n", "workload pods placed on those nodes before they failed", off.Gate.PodsOnRepeats, on.Gate.PodsOnRepeats)
 	fmt.Fprintf(w, "  %-58s %14s %14s\n", "time to recover per incident, p50", quantile(off.TimeToRecover, 0.5), quantile(on.TimeToRecover, 0.5))

@@ -52,6 +52,7 @@ func TestGateFigures(t *testing.T) {
 	repaired := incident("n1-a", "n1", t0, t0.Add(5*time.Minute), gpuhealv1.PhaseSucceeded)
 	late := incident("n2-a", "n2", t0, t0.Add(5*time.Minute), gpuhealv1.PhaseSucceeded)
 	gated := incident("n3-a", "n3", t0, t0.Add(9*time.Minute), gpuhealv1.PhaseSucceeded)
+	gated.Status.Replacement = "n3-r1"
 	gated.Status.Validation = []gpuhealv1.CheckResult{
 		{Name: "nccl", Kind: gpuhealv1.CheckNCCL, Node: "n3", Outcome: gpuhealv1.CheckFailed},
 		{Name: "nccl", Kind: gpuhealv1.CheckNCCL, Node: "n3-r1", Outcome: gpuhealv1.CheckPassed},
@@ -74,8 +75,9 @@ func TestGateFigures(t *testing.T) {
 		"other":  {node: "n2", at: t0.Add(6 * time.Minute)},
 	}
 	g := gateFigures(inj, []gpuhealv1.NodeRemediation{repaired, late, gated}, placed, 1)
-	if g.LatentPlanted != 3 || g.Repeats != 1 || g.PodsOnRepeats != 2 {
-		t.Errorf("planted %d, repeats %d, pods on them %d; want 3, 1, 2", g.LatentPlanted, g.Repeats, g.PodsOnRepeats)
+	if g.LatentPlanted != 3 || g.ReturnedWithLatent != 2 || g.Repeats != 1 || g.PodsOnRepeats != 2 {
+		t.Errorf("planted %d, returned to work %d, repeats %d, pods on them %d; want 3, 2 (n1, n2; n3 was replaced), 1, 2",
+			g.LatentPlanted, g.ReturnedWithLatent, g.Repeats, g.PodsOnRepeats)
 	}
 	if g.Checks["NCCL Failed"] != 1 || g.Checks["NCCL Passed"] != 1 || g.Checks["Agent Error"] != 1 || len(g.Checks) != 3 {
 		t.Errorf("checks %v", g.Checks)

@@ -219,8 +219,8 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "GPU-hours lost: %.1f ($%.0f at $%.2f per 8-GPU node-hour); workload pods hit by a broken GPU: %d of %d\n",
 		r.GPUHoursLost, r.LostCost(), NodeHourPrice, r.PodsHit, r.PodsSeen)
 	if g := r.Gate; g.LatentPlanted > 0 || len(g.Checks) > 0 {
-		fmt.Fprintf(w, "health gate: %d latent faults planted; %d failures again within 1h from one, %d workload pods placed on those nodes; checks %s; %d failed on a node without a latent fault\n",
-			g.LatentPlanted, g.Repeats, g.PodsOnRepeats, formatCounts(g.Checks), len(g.FalseFailures))
+		fmt.Fprintf(w, "health gate: %d latent faults planted, %d nodes put back to work with one; %d failures again within 1h from one, %d workload pods placed on those nodes; checks %s; %d failed on a node without a latent fault\n",
+			g.LatentPlanted, g.ReturnedWithLatent, g.Repeats, g.PodsOnRepeats, formatCounts(g.Checks), len(g.FalseFailures))
 		for _, f := range g.FalseFailures[:min(5, len(g.FalseFailures))] {
 			fmt.Fprintf(w, "  %s\n", f)
 		}
