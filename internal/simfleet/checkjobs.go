@@ -111,7 +111,7 @@ func (f *simFleet) answerCheck(ctx context.Context, j *checkJob, now time.Time) 
 	if now.Before(start.Add(f.checkDuration(kind))) {
 		return nil
 	}
-	a := f.agentOf(j.Labels[v1alpha1.LabelCheckNode])
+	a := f.agentOf(j.node())
 	if a == nil {
 		// The machine is down (rebooting, gone): the check waits for it,
 		// up to its deadline.
@@ -170,9 +170,10 @@ func (f *simFleet) startCheck(ctx context.Context, j *checkJob, now time.Time) e
 	if err := json.Unmarshal(j.Spec.Template.Spec, &spec); err != nil || spec == nil {
 		return fmt.Errorf("job %s/%s: its pod template has no spec", j.Namespace, j.Name)
 	}
-	node := j.Labels[v1alpha1.LabelCheckNode]
+	node := j.node()
 	if node == "" {
-		return fmt.Errorf("job %s/%s: no %s label names its node", j.Namespace, j.Name, v1alpha1.LabelCheckNode)
+		return fmt.Errorf("job %s/%s: neither the %s annotation nor the %s label names its node", j.Namespace, j.Name,
+			v1alpha1.AnnotationCheckNodeName, v1alpha1.LabelCheckNode)
 	}
 	spec["nodeName"] = node
 	labels := maps.Clone(j.Spec.Template.Metadata.Labels)

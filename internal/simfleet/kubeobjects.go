@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 )
 
@@ -159,4 +160,13 @@ func deletePod(ctx context.Context, c rest.Interface, p *simPod) error {
 		return fmt.Errorf("deleting pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return nil
+}
+
+// node is the node the check tests: the annotation holds its whole name;
+// the label, cut and hashed past 63 characters, is the fallback.
+func (j *checkJob) node() string {
+	if n := j.Annotations[v1alpha1.AnnotationCheckNodeName]; n != "" {
+		return n
+	}
+	return j.Labels[v1alpha1.LabelCheckNode]
 }
