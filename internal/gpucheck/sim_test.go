@@ -101,6 +101,9 @@ func TestEachSimFaultFailsExactlyItsCheck(t *testing.T) {
 		sim.KindDriverVersionChange:  {h100, map[string]string{"version": "575.57.08"}, v1alpha1.AgentCheckDriverVersionsMatch},
 		sim.KindFabricManagerStopped: {h100, nil, v1alpha1.AgentCheckFabricHealthy},
 		sim.KindRecoveryAction:       {h100, map[string]string{"action": "node-reboot"}, v1alpha1.AgentCheckNoRecoveryPending},
+		// A latent fault shows only under a check's load: every agent
+		// check passes, which is why the gate runs Job checks too.
+		sim.KindLatent: {h100, map[string]string{"mode": "nccl-bandwidth"}, ""},
 	}
 	for _, kind := range sim.Kinds() {
 		tc, ok := table[kind]
