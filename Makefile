@@ -32,6 +32,11 @@ build: ## build gpuheal, gpuheal-agent and gpuheal-controller into bin/
 	$(GO) build -trimpath -ldflags '$(LDFLAGS) $(AGENT_LINK)' -o $(BIN)/ ./cmd/gpuheal-agent
 	ln -sf gpuheal $(BIN)/kubectl-gpuheal
 
+.PHONY: gpu-prebuilt
+gpu-prebuilt: ## build the agent and the -tags gpu hardware test binary into .gpubin/ for a GPU machine without Go (hack/validate-gpu.sh)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS) $(AGENT_LINK)' -o .gpubin/ ./cmd/gpuheal-agent
+	$(GO) test -c -tags gpu -ldflags='$(AGENT_LINK)' -o .gpubin/hardware.test ./test/hardware
+
 .PHONY: fmt-check
 fmt-check: ## fail when gofmt would change a file
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './hack/tools/*'))"; \

@@ -5,7 +5,7 @@ import (
 )
 
 // Phase is where an incident stands.
-// +kubebuilder:validation:Enum=Pending;Cordoned;Draining;Drained;Rebooting;Replacing;Verifying;Validating;Succeeded;Failed;Cancelled
+// +kubebuilder:validation:Enum=Pending;Cordoned;Draining;Drained;Resetting;Rebooting;Replacing;Verifying;Validating;Succeeded;Failed;Cancelled
 type Phase string
 
 // Phases of a NodeRemediation. Pending → Cordoned → Draining → Drained →
@@ -17,6 +17,7 @@ const (
 	PhaseDraining  Phase = "Draining"
 	PhaseDrained   Phase = "Drained"
 	PhaseRebooting Phase = "Rebooting"
+	PhaseResetting Phase = "Resetting"
 	PhaseReplacing Phase = "Replacing"
 	PhaseVerifying Phase = "Verifying"
 	// PhaseValidating: the node (or its replacement) is Ready and healthy
@@ -156,6 +157,10 @@ type NodeRemediationStatus struct {
 	// +listType=atomic
 	// +optional
 	Validation []CheckResult `json:"validation,omitempty"`
+	// GPUReset is the incident's single-GPU reset: the request and the
+	// agent's answer (action ResetGPU).
+	// +optional
+	GPUReset *GPUResetStatus `json:"gpuReset,omitempty"`
 	// Conditions: Admitted, DryRun, DrainBlocked.
 	// +listType=map
 	// +listMapKey=type

@@ -6,15 +6,17 @@ import (
 )
 
 // Action is what the controller does to an unhealthy node once it is drained.
-// +kubebuilder:validation:Enum=Reboot;Replace;CordonOnly;Ignore
+// +kubebuilder:validation:Enum=ResetGPU;Reboot;Replace;CordonOnly;Ignore
 type Action string
 
 // Actions, from mildest to strongest. CordonOnly keeps the node out of
 // scheduling and drained for a person to look at; Ignore records the
-// incident and touches nothing.
+// incident and touches nothing; ResetGPU resets the faulty GPUs alone
+// (spec.gpuReset) and falls back to Reboot when that fails.
 const (
 	ActionIgnore     Action = "Ignore"
 	ActionCordonOnly Action = "CordonOnly"
+	ActionResetGPU   Action = "ResetGPU"
 	ActionReboot     Action = "Reboot"
 	ActionReplace    Action = "Replace"
 )
@@ -227,6 +229,11 @@ type RemediationPolicySpec struct {
 	// checks run; a failure after a reboot replaces it.
 	// +optional
 	Validation *ValidationSpec `json:"validation,omitempty"`
+	// GPUReset configures the ResetGPU action, the default for a fault
+	// the agent says a GPU reset repairs (advice reset-gpu).
+	// +kubebuilder:default={}
+	// +optional
+	GPUReset GPUResetSpec `json:"gpuReset,omitempty"`
 }
 
 // RemediationPolicyStatus is what the controller last saw.

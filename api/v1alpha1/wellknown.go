@@ -103,6 +103,33 @@ const (
 	AnnotationKwokScaleInProtected = "gpuheal.io/kwok-scale-in-protected"
 )
 
+// The single-GPU reset (api/v1alpha1/gpureset_types.go).
+const (
+	// AnnotationGPUFaults (agent) is JSON of GPUFaultReport: the node's
+	// faulty GPUs and the pods that hold them.
+	AnnotationGPUFaults = "gpuheal.io/gpu-faults"
+	// AnnotationGPUReset (agent) is JSON of GPUResetReport: the agent's
+	// answer to the last reset request of a NodeRemediation of its node.
+	AnnotationGPUReset = "gpuheal.io/gpu-reset"
+	// LabelNode (controller) on a NodeRemediation is its node's name (for
+	// a name of at most 63 characters; see LabelCheckNode for longer
+	// ones): the agent watches only its own node's incidents by it.
+	LabelNode = "gpuheal.io/node"
+	// ReasonGPUReset: the incident ended with the GPUs reset and healthy.
+	ReasonGPUReset = "GPUReset"
+	// ReasonResetting: the reset is requested from the node's agent.
+	ReasonResetting = "Resetting"
+	// ReasonResetFailed: the reset failed or timed out; escalating.
+	ReasonResetFailed = "GPUResetFailed"
+	// ReasonPartialDrain: only the faulty GPUs' pods are evicted.
+	ReasonPartialDrain = "PartialDrain"
+	// ReasonWholeNodeDrain: the GPUs' pods could not be known alone.
+	ReasonWholeNodeDrain = "WholeNodeDrain"
+	// ResourceNvidiaMIGPrefix starts the MIG resources of NVIDIA's device
+	// plugin (nvidia.com/mig-1g.10gb, …).
+	ResourceNvidiaMIGPrefix = "nvidia.com/mig-"
+)
+
 // TaintUnhealthy (controller) keeps new work off a node in remediation.
 const TaintUnhealthy = "gpuheal.io/unhealthy"
 
