@@ -40,7 +40,7 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.StringVar(&o.SMIPath, "nvidia-smi-path", "nvidia-smi", "nvidia-smi binary for the smi backend")
 	fs.DurationVar(&o.CallTimeout, "call-timeout", 2*time.Second, "time box of one GPU query (a failing GPU can block NVML for seconds)")
 	fs.DurationVar(&o.ReadyThreshold, "ready-threshold", agent.DefaultReadyThreshold, "/readyz fails once reading the GPUs or writing the Node has failed for longer than this")
-	fs.IntVar(&o.ExpectedGPUs, "expected-gpus", 0, "GPUs this node should have; it wins over the node's labels (0: from the Karpenter or EKS instance-gpu-count label, nvidia.com/gpu.count, else the instance type)")
+	fs.IntVar(&o.ExpectedGPUs, "expected-gpus", 0, "GPUs this node should have when the Node names no count: the largest of the Karpenter or EKS instance-gpu-count label, nvidia.com/gpu.count and the instance type wins over it (0: unknown)")
 	fs.StringVar(&o.HostRoot, "host-root", "/", "where the host's / is mounted (for /proc/driver/nvidia and /dev/nvidia*)")
 	fs.StringVar(&o.DriverRoot, "driver-root", "/", "where the NVIDIA driver's files are, for libnvidia-ml.so.1: / for the dynamic loader's search, or a driver tree such as /run/nvidia/driver")
 	fs.StringVar(&o.KmsgPath, "kmsg-path", "/dev/kmsg", "kernel log: \"syslog\" (the ring buffer through syslog(2), needs only CAP_SYSLOG), the /dev/kmsg device, or a file to follow (\"\" turns the monitor off)")

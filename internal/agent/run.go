@@ -138,11 +138,9 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		onFinding = gate.dropWhilePaused(onFinding)
 	}
 	if kube != nil {
-		var follow *atomic.Int64
-		if o.ExpectedGPUs == 0 {
-			follow = &expected
-		}
-		go watchOwnNode(ctx, kube, o.NodeName, follow, gate, o.Interval, time.Minute, log)
+		// The Node's count wins over --expected-gpus (expected's first
+		// value), which stays only while the Node names none.
+		go watchOwnNode(ctx, kube, o.NodeName, &expected, gate, o.Interval, time.Minute, log)
 	}
 
 	if o.KmsgPath != "" {
