@@ -54,7 +54,7 @@ type Conditions struct {
 	advisedKnown bool
 	// faults is the gpu-faults annotation (SetGPUFaults).
 	faults gpuFaults
-	wake         chan struct{}
+	wake   chan struct{}
 	// observer sees the outcome of each sync (ObserveSync).
 	observer func(error)
 
