@@ -82,6 +82,7 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
+	startGPUFaults(health, d.PodResources, clk, log)
 	threshold := o.ReadyThreshold
 	if threshold == 0 {
 		threshold = DefaultReadyThreshold
