@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/agent/exporter"
 	"github.com/gpuheal/gpuheal/internal/analyzer"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu"
@@ -34,6 +36,10 @@ type gpuFaultReporter struct {
 	clk  clock.Clock
 	log  *slog.Logger
 	set  func(*v1alpha1.GPUFaultReport) error
+	// reads counts the kubelet's answers by result; invalidate has the
+	// next scrape show them.
+	reads      *prometheus.CounterVec
+	invalidate func()
 
 	readFor  string // the faulty GPUs the last read was for
 	readAt   time.Time
@@ -42,13 +48,22 @@ type gpuFaultReporter struct {
 }
 
 // startGPUFaults has every evaluation of h publish the GPU fault report
-// through h's Node publisher (none outside a cluster).
-func startGPUFaults(h *healthLoop, pods podresources.Lister, clk clock.Clock, log *slog.Logger) {
+// through h's Node publisher (none outside a cluster), and exports
+// gpuheal_podresources_reads_total.
+func startGPUFaults(h *healthLoop, exp *exporter.Exporter, pods podresources.Lister, clk clock.Clock, log *slog.Logger) error {
 	if h.conditions == nil {
-		return
+		return nil
 	}
-	r := &gpuFaultReporter{pods: pods, clk: clk, log: log, set: h.conditions.SetGPUFaults}
+	r := &gpuFaultReporter{pods: pods, clk: clk, log: log, set: h.conditions.SetGPUFaults, invalidate: exp.Invalidate,
+		reads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuheal_podresources_reads_total",
+			Help: "Reads of the kubelet's PodResources API for the pods of faulty GPUs, by result (ok, error).",
+		}, []string{"result"})}
+	if err := exp.Registry().Register(r.reads); err != nil {
+		return fmt.Errorf("registering pod-resources metrics: %w", err)
+	}
 	h.setBeforeResult(r.observe)
+	return nil
 }
 
 // observe publishes the report of one evaluation.
@@ -77,12 +92,25 @@ func (g *gpuFaultReporter) holders(ctx context.Context, snap *gpu.NodeSnapshot, 
 		return
 	}
 	resp, err := g.pods.List(ctx)
+	g.count(err)
 	if err != nil {
 		g.holdings, g.readErr = nil, err
 		g.log.Warn("reading the pods of faulty GPUs; their node is drained whole", "err", err)
 		return
 	}
 	g.holdings, g.readErr = podresources.Holders(resp, snapshotGPUs(snap)), nil
+}
+
+func (g *gpuFaultReporter) count(err error) {
+	if g.reads == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	g.reads.WithLabelValues(result).Inc()
+	g.invalidate()
 }
 
 // faultyGPUs are the GPUs of snap with a fatal problem of their own whose

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -83,7 +85,8 @@ func TestGPUFaultReporter(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC))
 	var shown *v1alpha1.GPUFaultReport
 	g := &gpuFaultReporter{pods: podresources.NewClient(srv.Socket, time.Second), clk: clk, log: slog.New(slog.DiscardHandler),
-		set: func(r *v1alpha1.GPUFaultReport) error { shown = r; return nil }}
+		set:   func(r *v1alpha1.GPUFaultReport) error { shown = r; return nil },
+		reads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "reads"}, []string{"result"}), invalidate: func() {}}
 	ctx := context.Background()
 
 	g.observe(ctx, s, analyzer.Result{})
@@ -119,6 +122,9 @@ func TestGPUFaultReporter(t *testing.T) {
 	g.observe(ctx, s, sick)
 	if f := shown.GPUs[0]; bad.calls != 1 || f.Sharing != v1alpha1.GPUSharingUnknown || f.PodsError != "pod-resources List at /x: no answer within 5s: the whole node is drained" {
 		t.Errorf("unreadable kubelet: GPU 1 = %+v", f)
+	}
+	if ok, bad := testutil.ToFloat64(g.reads.WithLabelValues("ok")), testutil.ToFloat64(g.reads.WithLabelValues("error")); ok != 3 || bad != 1 {
+		t.Errorf("reads counted ok=%v error=%v, want 3 and 1", ok, bad)
 	}
 	g.pods, g.readFor = nil, ""
 	g.observe(ctx, s, sick)
