@@ -36,12 +36,15 @@ func (p *Conditions) SetGPUFaults(r *v1alpha1.GPUFaultReport) error {
 		if content, err = faultsContent(*r); err != nil {
 			return err
 		}
-		p.mu.Lock()
-		same := content == p.faults.content
-		p.mu.Unlock()
-		if same {
-			return nil
-		}
+	}
+	p.mu.Lock()
+	same := content == p.faults.content
+	p.mu.Unlock()
+	if same {
+		return nil
+	}
+	if content != "" {
+		var err error
 		if wanted, err = encodeFaults(*r); err != nil {
 			return err
 		}
