@@ -198,3 +198,32 @@ func TestGet(t *testing.T) {
 		_ = c.Close()
 	}
 }
+
+// FuzzHolders: any device ID or DRA device name from the socket either
+// lands on a GPU the node has or makes every GPU Unknown; it never lands
+// on a GPU the node lacks, and never panics.
+func FuzzHolders(f *testing.F) {
+	f.Add("nvidia.com/gpu", uuids[3]+"::1", "gpu-2")
+	f.Add("nvidia.com/mig-1g.10gb", "3:0", "gpu-4-mig-1g10gb-0")
+	f.Add("nvidia.com/gpu", "9", "gpu-9")
+	f.Fuzz(func(t *testing.T, res, id, dra string) {
+		resp := &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+			podresourcestest.Pod("a", "dp", res, id),
+			{Namespace: "a", Name: "dra", Containers: []*podresourcesv1.ContainerResources{{
+				DynamicResources: []*podresourcesv1.DynamicResource{{ClaimResources: []*podresourcesv1.ClaimResource{
+					{DriverName: "gpu.nvidia.com", DeviceName: dra}}}}}}},
+		}}
+		got := podresources.Holders(resp, nodeGPUs()[:4])
+		if len(got) != 4 {
+			t.Fatalf("Holders answered for %d GPUs, want 4", len(got))
+		}
+		for i, h := range got {
+			if i < 0 || i > 3 {
+				t.Fatalf("Holders answered for GPU %d the node lacks", i)
+			}
+			if h.Sharing == podresources.SharingUnknown && h.Err == "" {
+				t.Fatalf("GPU %d Unknown without a reason", i)
+			}
+		}
+	})
+}
