@@ -13,6 +13,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 	"github.com/gpuheal/gpuheal/internal/flagenv"
 	"github.com/gpuheal/gpuheal/internal/logging"
+	"github.com/gpuheal/gpuheal/internal/podresources"
 	"github.com/gpuheal/gpuheal/internal/simfleet"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
@@ -45,6 +46,7 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.StringVar(&o.DriverRoot, "driver-root", "/", "where the NVIDIA driver's files are, for libnvidia-ml.so.1: / for the dynamic loader's search, or a driver tree such as /run/nvidia/driver")
 	fs.StringVar(&o.KmsgPath, "kmsg-path", "/dev/kmsg", "kernel log: \"syslog\" (the ring buffer through syslog(2), needs only CAP_SYSLOG), the /dev/kmsg device, or a file to follow (\"\" turns the monitor off)")
 	fs.DurationVar(&o.KmsgPoll, "kmsg-poll-interval", 200*time.Millisecond, "how often a followed kernel-log file or the syslog(2) ring is checked (the device needs no polling)")
+	fs.StringVar(&o.PodResourcesSocket, "pod-resources-socket", podresources.DefaultSocket, "the kubelet's pod-resources socket, read for the pods that hold a faulty GPU (\"\": off, and a repair drains the whole node)")
 	fs.StringVar(&o.StateDir, "state-dir", "/var/lib/gpuheal", "where the agent keeps its kernel-log position across restarts")
 	fs.StringVar(&o.XidConfig, "xid-config", "", "YAML file of Xid catalog overrides (severity, action, count, window per code)")
 	fs.StringVar(&o.ConfigFile, "config", "", "health rules YAML (default: the built-in rules); reloaded when it changes")

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 	"github.com/gpuheal/gpuheal/internal/gpu"
 	"github.com/gpuheal/gpuheal/internal/kmsg"
+	"github.com/gpuheal/gpuheal/internal/podresources"
 )
 
 // Deps are what Run works with besides its options. They are passed in,
@@ -41,6 +42,10 @@ type Deps struct {
 	// Options.HostRoot, except for the sim backend, whose node is not the
 	// host (a sim fleet sets each simulated node's own).
 	BootID string
+	// PodResources answers which pods hold which GPUs (the kubelet's
+	// pod-resources socket; a sim fleet's device manager); nil reports
+	// every faulty GPU's pods as unknown.
+	PodResources podresources.Lister
 	// PublishMetrics, when set, receives the metrics handler instead of
 	// Run listening on Options.MetricsAddress (a sim fleet serves every
 	// node's metrics itself).
@@ -76,6 +81,9 @@ func NewDeps(o *Options) (Deps, error) {
 		return Deps{}, err
 	}
 	d.Source = src
+	if o.PodResourcesSocket != "" {
+		d.PodResources = podresources.NewClient(o.PodResourcesSocket, 0)
+	}
 	d.Open = func() (gpu.Source, error) { return openSource(o) }
 	if o.Backend != BackendSim {
 		// Unreadable (no procfs): "" and the controller goes by the

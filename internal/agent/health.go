@@ -24,8 +24,11 @@ type healthLoop struct {
 	// sources of conditions (the predictor) publish through it too.
 	conditions *nodestatus.Conditions
 
-	mu      sync.Mutex
-	hooks   []func(*analyzer.RuleSet)
+	mu    sync.Mutex
+	hooks []func(*analyzer.RuleSet)
+	// before sees each evaluation ahead of onResult (the GPU fault report,
+	// which must reach the Node before the conditions).
+	before  func(context.Context, *gpu.NodeSnapshot, analyzer.Result)
 	snap    *gpu.NodeSnapshot
 	pending []finding.Finding
 	wake    chan struct{}
@@ -57,6 +60,13 @@ func (h *healthLoop) onReload(fn func(*analyzer.RuleSet)) {
 	h.mu.Unlock()
 }
 
+// setBeforeResult has fn see every evaluation before onResult.
+func (h *healthLoop) setBeforeResult(fn func(context.Context, *gpu.NodeSnapshot, analyzer.Result)) {
+	h.mu.Lock()
+	h.before = fn
+	h.mu.Unlock()
+}
+
 func (h *healthLoop) reloaded(rs *analyzer.RuleSet) {
 	h.mu.Lock()
 	hooks := slices.Clone(h.hooks)
@@ -83,10 +93,13 @@ func (h *healthLoop) run(ctx context.Context) {
 		case <-h.wake:
 		}
 		h.mu.Lock()
-		snap, findings := h.snap, h.pending
+		snap, findings, before := h.snap, h.pending, h.before
 		h.pending = nil
 		h.mu.Unlock()
 		r := h.engine.Evaluate(snap, findings)
+		if before != nil {
+			before(ctx, snap, r)
+		}
 		h.onResult(r, healthyGPUs(snap, r))
 	}
 }

@@ -82,6 +82,9 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
+	if err := startGPUFaults(health, exp, d.PodResources, clk, log); err != nil {
+		return err
+	}
 	threshold := o.ReadyThreshold
 	if threshold == 0 {
 		threshold = DefaultReadyThreshold
