@@ -111,10 +111,18 @@ const (
 	// AnnotationGPUReset (agent) is JSON of GPUResetReport: the agent's
 	// answer to the last reset request of a NodeRemediation of its node.
 	AnnotationGPUReset = "gpuheal.io/gpu-reset"
-	// LabelNode (controller) on a NodeRemediation is its node's name (for
-	// a name of at most 63 characters; see LabelCheckNode for longer
-	// ones): the agent watches only its own node's incidents by it.
+	// LabelNode (controller) on a NodeRemediation is its node's name as
+	// NodeLabelValue gives it (cut past 63 characters, as LabelCheckNode):
+	// the agent watches only its own node's incidents by it.
 	LabelNode = "gpuheal.io/node"
+	// EventReasonBadGPUFaults: the node's AnnotationGPUFaults is not a
+	// GPUFaultReport the controller can use; the incident reboots instead
+	// of resetting a GPU.
+	EventReasonBadGPUFaults = "BadGPUFaults"
+	// EventReasonBadGPUReset: the node's AnnotationGPUReset answers the
+	// incident's request with something the controller cannot accept; the
+	// reset counts as failed.
+	EventReasonBadGPUReset = "BadGPUReset"
 	// ReasonGPUReset: the incident ended with the GPUs reset and healthy.
 	ReasonGPUReset = "GPUReset"
 	// ReasonResetting: the reset is requested from the node's agent.

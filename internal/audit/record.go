@@ -26,6 +26,10 @@ const (
 	Evicted Kind = "Evicted"
 	// EvictionBlocked: an eviction was refused (a PDB, HTTP 429).
 	EvictionBlocked Kind = "EvictionBlocked"
+	// DrainScoped: how much of the node a GPU reset drains; Reason is
+	// PartialDrain (only the pods holding the faulty GPUs) or
+	// WholeNodeDrain, Message says why.
+	DrainScoped Kind = "DrainScoped"
 	// Drained: no evictable pod is left; Duration is the drain's.
 	Drained Kind = "Drained"
 	// ActionRequested: the provider accepted a reboot or replace
@@ -33,7 +37,15 @@ const (
 	ActionRequested Kind = "ActionRequested"
 	// ProviderError: the provider refused or failed a request.
 	ProviderError Kind = "ProviderError"
-	// Escalated: a reboot did not heal the node; it is replaced instead.
+	// ResetRequested: the node's agent was asked to reset GPUs (GPUs,
+	// RequestID).
+	ResetRequested Kind = "ResetRequested"
+	// ResetFinished: the agent's answer, or none in time; Reason is the
+	// outcome (Succeeded) or why it failed, Message lists the steps,
+	// Duration is from the request to the answer.
+	ResetFinished Kind = "ResetFinished"
+	// Escalated: a repair did not heal the node (a GPU reset failed, a
+	// reboot did not heal it); Action says the stronger one taken instead.
 	Escalated Kind = "Escalated"
 	// CheckFinished: a health gate check was judged on the node (Node:
 	// the replacement, after a replace); Reason is its outcome (Passed,
@@ -52,8 +64,8 @@ const (
 )
 
 // Kinds lists every Kind this version knows, in the order of an incident.
-var Kinds = []Kind{Detected, Decided, DryRun, Held, Cordoned, Evicted, EvictionBlocked, Drained,
-	ActionRequested, ProviderError, Escalated, CheckFinished, Recovered, Uncordoned, Succeeded, Failed, Cancelled}
+var Kinds = []Kind{Detected, Decided, DryRun, Held, DrainScoped, Cordoned, Evicted, EvictionBlocked, Drained,
+	ResetRequested, ResetFinished, ActionRequested, ProviderError, Escalated, CheckFinished, Recovered, Uncordoned, Succeeded, Failed, Cancelled}
 
 // Severities used by the controller; Severity is free text for others.
 const (
@@ -76,7 +88,7 @@ type Record struct {
 	Policy    string // RemediationPolicy name
 	Kind      Kind
 	Phase     string // the incident's phase after the step
-	Action    string // Reboot, Replace, CordonOnly, Ignore
+	Action    string // ResetGPU, Reboot, Replace, CordonOnly, Ignore
 	Reason    string // machine-readable, e.g. BreakerOpen, NvidiaXID79Error
 	Message   string // for people
 	Provider  string

@@ -66,6 +66,8 @@ func (r *remediationReconciler) drained(ctx context.Context, in *incident) (ctrl
 	case v1alpha1.ActionCordonOnly:
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonCordonOnly,
 			"node cordoned and drained and left for an operator, as the policy says")
+	case v1alpha1.ActionResetGPU:
+		return r.requestReset(ctx, in)
 	case v1alpha1.ActionReplace:
 		st.Attempts++
 		if err := r.setPhase(ctx, in, v1alpha1.PhaseReplacing, v1alpha1.ReasonReplacing,
@@ -193,6 +195,9 @@ func (r *remediationReconciler) requestAction(ctx context.Context, in *incident)
 func (r *remediationReconciler) verifying(ctx context.Context, in *incident) (ctrl.Result, error) {
 	st := &in.nr.Status
 	e := in.policy.Spec.Escalation
+	if st.Action == v1alpha1.ActionResetGPU {
+		return r.resetVerifying(ctx, in)
+	}
 	since := r.clock.Since(enteredAt(in.nr, v1alpha1.PhaseVerifying))
 	if st.Action != v1alpha1.ActionReplace {
 		if in.node == nil {

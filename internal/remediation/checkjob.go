@@ -155,7 +155,7 @@ func checkJob(s checkJobSpec) *batchv1.Job {
 	labels := map[string]string{
 		v1alpha1.LabelCheck:        s.Check.Name,
 		v1alpha1.LabelCheckKind:    string(s.Check.Kind),
-		v1alpha1.LabelCheckNode:    checkNodeLabel(s.Node.Name),
+		v1alpha1.LabelCheckNode:    v1alpha1.NodeLabelValue(s.Node.Name),
 		v1alpha1.LabelCheckPurpose: s.Purpose,
 	}
 	podLabels := map[string]string{labelJobName: s.Name}
@@ -214,14 +214,3 @@ func checkJob(s checkJobSpec) *batchv1.Job {
 
 // checkContainer is the name of a check pod's one container.
 const checkContainer = "check"
-
-// checkNodeLabel is the node's name as a label value: whole when it fits
-// the 63 characters of one, else cut and told apart by a hash of the whole
-// (AnnotationCheckNodeName holds it).
-func checkNodeLabel(node string) string {
-	if len(node) <= 63 {
-		return node
-	}
-	sum := sha256.Sum256([]byte(node))
-	return node[:52] + "-" + hex.EncodeToString(sum[:])[:10]
-}

@@ -3,6 +3,7 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,11 @@ type drainPlan struct {
 	skipped  int           // DaemonSet and mirror pods, left in place
 	self     bool          // gpuheal's own pods are on the node, left in place
 	finished int           // Succeeded or Failed pods, nothing to move
+	// A partial drain (a GPU reset) evicts only the pods holding the
+	// faulty GPUs: others counts the node's other pods, left running;
+	// notHere the pods the agent listed that are not on the node.
+	others  int
+	notHere []string
 }
 
 func (p drainPlan) done() bool { return len(p.evict) == 0 && p.leaving == 0 && len(p.blocked) == 0 }
@@ -38,9 +44,23 @@ func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (dr
 		return drainPlan{}, fmt.Errorf("listing pods of node %s: %w", in.nr.Spec.NodeName, err)
 	}
 	var plan drainPlan
+	var only map[string]bool // nil: every pod of the node
+	if partialDrain(in) && in.node != nil {
+		only = resetPods(in)
+	}
 	allowEmptyDir := *in.policy.Spec.Drain.DeleteEmptyDirData
 	for i := range pods.Items {
 		pod := &pods.Items[i]
+		key := pod.Namespace + "/" + pod.Name
+		if only != nil {
+			// The list is the agent's; the pod list is the API server's,
+			// by spec.nodeName. Only a pod in both is the GPUs' own.
+			if !only[key] || pod.Spec.NodeName != in.nr.Spec.NodeName {
+				plan.others++
+				continue
+			}
+			delete(only, key)
+		}
 		switch {
 		case isDaemonSetPod(pod) || pod.Annotations[corev1.MirrorPodAnnotationKey] != "":
 			plan.skipped++
@@ -51,11 +71,15 @@ func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (dr
 		case pod.DeletionTimestamp != nil:
 			plan.leaving++
 		case !allowEmptyDir && hasEmptyDir(pod):
-			plan.blocked = append(plan.blocked, pod.Namespace+"/"+pod.Name+" (emptyDir)")
+			plan.blocked = append(plan.blocked, key+" (emptyDir)")
 		default:
 			plan.evict = append(plan.evict, pod)
 		}
 	}
+	for key := range only {
+		plan.notHere = append(plan.notHere, key)
+	}
+	slices.Sort(plan.notHere)
 	return plan, nil
 }
 
@@ -113,6 +137,10 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 		msg := fmt.Sprintf("%d pods evicted; %d DaemonSet or mirror pods left in place", len(in.nr.Status.EvictedPods), plan.skipped)
 		if plan.self {
 			msg += "; gpuheal's own pods left in place"
+		}
+		if partialDrain(in) {
+			msg = fmt.Sprintf("%d pods holding %s evicted; %d other pods left running, the node schedulable",
+				len(in.nr.Status.EvictedPods), gpuNames(in.nr.Status.GPUReset.GPUs), plan.others)
 		}
 		if err := r.setPhase(ctx, in, v1alpha1.PhaseDrained, v1alpha1.ReasonDrained, msg); err != nil {
 			return ctrl.Result{}, err

@@ -43,7 +43,7 @@ func TestCheckJobName(t *testing.T) {
 func TestCheckNodeLabel(t *testing.T) {
 	long := strings.Repeat("ip-10-0-0-1.", 8) + "ec2.internal"
 	for _, name := range []string{"gpu-0000", strings.Repeat("a", 63), long, long + "x", strings.Repeat("a", 51) + ".b" + strings.Repeat("c", 20)} {
-		got := checkNodeLabel(name)
+		got := v1alpha1.NodeLabelValue(name)
 		if errs := validation.IsValidLabelValue(got); len(errs) > 0 {
 			t.Errorf("%s: label %q: %v", name, got, errs)
 		}
@@ -51,7 +51,7 @@ func TestCheckNodeLabel(t *testing.T) {
 			t.Errorf("%s: label %q, want the name", name, got)
 		}
 	}
-	if checkNodeLabel(long) == checkNodeLabel(long+"x") {
+	if v1alpha1.NodeLabelValue(long) == v1alpha1.NodeLabelValue(long+"x") {
 		t.Error("two long names share a label")
 	}
 }

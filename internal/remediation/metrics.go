@@ -54,6 +54,15 @@ var (
 		Help:    "Time health gate checks took, from their start to their outcome, by kind.",
 		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200},
 	}, []string{"kind"})
+	gpuResets = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpuheal_gpu_resets_total",
+		Help: "Single-GPU resets answered, by outcome (Succeeded, Failed) and reason (None, or why it failed: GPUInUse, ResetTimeout for no answer in time, …; Other for a reason this version does not know).",
+	}, []string{"outcome", "reason"})
+	gpuResetDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "gpuheal_gpu_reset_duration_seconds",
+		Help:    "From the controller's reset request to the agent's answer (or the timeout), by outcome.",
+		Buckets: resetDurationBuckets,
+	}, []string{"outcome"})
 	nodePatchConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gpuheal_node_patch_conflicts_total",
 		Help: "Cordon and uncordon patches refused because the node's taints or cordon changed since it was read (each is read again and retried).",
@@ -61,5 +70,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, causeBreakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts, providerReady, validationChecks, validationCheckDuration, gateRuns)
+	metrics.Registry.MustRegister(remediationsTotal, phaseDuration, unhealthyNodes, breakerOpen, causeBreakerOpen, inFlight, timeToRecover, nodeHealthScore, nodePatchConflicts, providerReady, validationChecks, validationCheckDuration, gateRuns, gpuResets, gpuResetDuration)
 }

@@ -80,8 +80,11 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, nil // this transition was handled and is over
 	}
 	nr := &v1alpha1.NodeRemediation{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.LabelPolicy: p.Name}},
-		Spec:       v1alpha1.NodeRemediationSpec{NodeName: node.Name, PolicyName: p.Name, Trigger: t, Cause: causeOf(&node, t)},
+		// LabelNode lets the node's agent watch its own incidents alone
+		// (the GPU reset's requests).
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			v1alpha1.LabelPolicy: p.Name, v1alpha1.LabelNode: v1alpha1.NodeLabelValue(node.Name)}},
+		Spec: v1alpha1.NodeRemediationSpec{NodeName: node.Name, PolicyName: p.Name, Trigger: t, Cause: causeOf(&node, t)},
 	}
 	// Detected goes into the audit log before the incident exists: the
 	// remediation reconciler may take the incident up (and record its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
@@ -43,14 +45,31 @@ func (r *remediationReconciler) start(ctx context.Context, in *incident) (bool, 
 	}
 	action := p.chooseAction(trigger)
 	why := "by the policy's action rules"
+	nr.Status.GPUReset = nil
+	if action == v1alpha1.ActionResetGPU {
+		d := r.decideReset(in)
+		action, why, nr.Status.GPUReset = d.action, d.why, d.status
+		if d.bad != nil {
+			// Said once, when the incident decides; it goes on with a
+			// reboot, which needs nothing from the report.
+			log.FromContext(ctx).Error(d.bad, "ignoring the agent's GPU fault report", "remediation", nr.Name)
+			r.recorder.Eventf(in.node, nr, corev1.EventTypeWarning, v1alpha1.EventReasonBadGPUFaults, "Decide",
+				"%v; rebooting instead of resetting a GPU", d.bad)
+		}
+	}
 	if action == v1alpha1.ActionReboot {
-		items, err := incidentsOf(ctx, r.client, nr.Spec.NodeName)
+		a, how, err := r.rebootOrReplace(ctx, in)
 		if err != nil {
 			return false, err
 		}
-		if n := rebootsWithin(items, nr.Name, r.clock.Now().Add(-p.Spec.Escalation.Window.Duration)); n >= int(p.Spec.Escalation.RebootsBeforeReplace) {
-			action = v1alpha1.ActionReplace
-			why = fmt.Sprintf("escalated: rebooted %d times within %s", n, p.Spec.Escalation.Window.Duration)
+		if a == v1alpha1.ActionReplace {
+			esc := strings.TrimSuffix(strings.TrimPrefix(how, " ("), ")")
+			if why == "by the policy's action rules" {
+				why = esc
+			} else {
+				why += "; " + esc
+			}
+			action = a
 		}
 	}
 	nr.Status.Action = action
@@ -158,7 +177,11 @@ func (r *remediationReconciler) pending(ctx context.Context, in *incident) (ctrl
 	if err != nil || !admitted {
 		return res, err
 	}
-	return r.cordoned(ctx, in) // go on at once: the next step needs no wait
+	// Go on at once: the next step needs no wait.
+	if nr.Status.Phase == v1alpha1.PhaseDraining { // a partial drain, not cordoned
+		return r.draining(ctx, in)
+	}
+	return r.cordoned(ctx, in)
 }
 
 // admit takes a parallel slot for the incident when the breaker is closed
@@ -182,12 +205,25 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 	} else if dup != "" {
 		return ctrl.Result{}, false, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonDuplicate, "incident "+dup+" is already open for this node")
 	}
-	if err := r.cordon(ctx, in); err != nil {
+	// A GPU reset that evicts only its GPUs' pods leaves the node
+	// schedulable: it goes from admission straight to draining them.
+	partial := partialDrain(in)
+	phase, reason, msg := v1alpha1.PhaseCordoned, v1alpha1.ReasonCordoned, "node cordoned and tainted "+v1alpha1.TaintUnhealthy+":NoSchedule"
+	if partial {
+		phase, reason, msg = v1alpha1.PhaseDraining, v1alpha1.ReasonPartialDrain, "evicting through the Eviction API only the pods holding "+gpuNames(nr.Status.GPUReset.GPUs)+"; the node stays schedulable"
+	} else if err := r.cordon(ctx, in); err != nil {
 		return ctrl.Result{}, false, err
+	}
+	var scope drainPlan
+	if nr.Status.Action == v1alpha1.ActionResetGPU && nr.Status.GPUReset != nil {
+		var err error
+		if scope, err = r.planDrain(ctx, in); err != nil {
+			return ctrl.Result{}, false, err
+		}
 	}
 	r.setCondition(in, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, v1alpha1.ReasonAdmitted,
 		fmt.Sprintf("%d of %d nodes unhealthy; %d in flight", view.unhealthy, view.matched, active))
-	if err := r.setPhase(ctx, in, v1alpha1.PhaseCordoned, v1alpha1.ReasonCordoned, "node cordoned and tainted "+v1alpha1.TaintUnhealthy+":NoSchedule"); err != nil {
+	if err := r.setPhase(ctx, in, phase, reason, msg); err != nil {
 		// An error the API server did not answer (a timeout) may hide a
 		// write that landed: keep the slot counted until the cache shows
 		// the outcome. A refusal from the server means nothing changed.
@@ -196,6 +232,9 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 		return ctrl.Result{}, false, err
 	}
 	admitted = true
+	if nr.Status.Action == v1alpha1.ActionResetGPU && nr.Status.GPUReset != nil {
+		r.recordDrainScope(ctx, in, scope)
+	}
 	return ctrl.Result{}, true, nil
 }
 
@@ -258,6 +297,9 @@ func (r *remediationReconciler) hold(ctx context.Context, in *incident, cond str
 
 // dryRunPlan says in words what the incident would do.
 func (r *remediationReconciler) dryRunPlan(ctx context.Context, in *incident) string {
+	if in.nr.Status.Action == v1alpha1.ActionResetGPU && in.nr.Status.GPUReset != nil {
+		return r.resetPlan(ctx, in)
+	}
 	evict := "the node's pods"
 	if in.node != nil {
 		if plan, err := r.planDrain(ctx, in); err == nil {

@@ -46,6 +46,13 @@ func newPolicy(p *v1alpha1.RemediationPolicy) (*policy, error) {
 	defaultDuration(&e.ReplaceTimeout, 30*time.Minute)
 	defaultDuration(&s.Drain.Timeout, 10*time.Minute)
 	defaultDuration(&s.RecoveryHold, time.Minute)
+	if s.GPUReset.Timeout.Duration == 0 {
+		s.GPUReset.Timeout.Duration = 3 * time.Minute
+	}
+	if s.GPUReset.PartialDrain == nil {
+		yes := true
+		s.GPUReset.PartialDrain = &yes
+	}
 	if s.Drain.OnTimeout == "" {
 		s.Drain.OnTimeout = v1alpha1.DrainWait
 	}
@@ -183,6 +190,10 @@ func (p *policy) chooseAction(t v1alpha1.Trigger) v1alpha1.Action {
 	switch finding.Action(t.RecommendedAction) {
 	case finding.ActionReplace:
 		return v1alpha1.ActionReplace
+	case finding.ActionResetGPU:
+		// The mildest rung: start() makes it a reboot when the agent's
+		// GPU fault report does not name a GPU a reset repairs.
+		return v1alpha1.ActionResetGPU
 	case finding.ActionRestartApp, finding.ActionNone:
 		return v1alpha1.ActionIgnore
 	}

@@ -75,7 +75,7 @@ func TestChooseAction(t *testing.T) {
 		{v1alpha1.Trigger{Type: "KernelReady", Reason: "SoftLockup"}, v1alpha1.ActionCordonOnly},
 		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "replace"}, v1alpha1.ActionReplace},
 		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "restart-app"}, v1alpha1.ActionIgnore},
-		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "reset-gpu"}, v1alpha1.ActionReboot},
+		{v1alpha1.Trigger{Type: gpuCondition, RecommendedAction: "reset-gpu"}, v1alpha1.ActionResetGPU},
 		{v1alpha1.Trigger{Type: "Ready", Status: metav1.ConditionUnknown}, v1alpha1.ActionReboot},
 	} {
 		if got := p.chooseAction(tc.trigger); got != tc.want {

@@ -134,6 +134,8 @@ func (r *remediationReconciler) reconcile(ctx context.Context, req ctrl.Request)
 		return r.draining(ctx, in)
 	case v1alpha1.PhaseDrained:
 		return r.drained(ctx, in)
+	case v1alpha1.PhaseResetting:
+		return r.resetting(ctx, in)
 	case v1alpha1.PhaseRebooting, v1alpha1.PhaseReplacing:
 		return r.requestAction(ctx, in)
 	case v1alpha1.PhaseVerifying:
