@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -66,6 +67,12 @@ func newClockEnv(t *testing.T, funcs ...interceptor.Funcs) *clockEnv {
 		}).
 		WithIndex(&corev1.Pod{}, podNodeField, func(o client.Object) []string {
 			return []string{o.(*corev1.Pod).Spec.NodeName}
+		}).
+		WithIndex(&resourcev1.ResourceSlice{}, resourceSliceNodeField, func(o client.Object) []string {
+			if n := o.(*resourcev1.ResourceSlice).Spec.NodeName; n != nil {
+				return []string{*n}
+			}
+			return nil
 		})
 	var f interceptor.Funcs
 	if len(funcs) > 0 {

@@ -154,9 +154,9 @@ func untaintGPUDevices(ctx context.Context, c client.Client, incident string) er
 // incidentLabel on a DeviceTaintRule names the incident that made it.
 const incidentLabel = "gpuheal.io/incident"
 
-// labelValue is name as a label value (checkNodeLabel's rule: whole when
-// it fits, else cut and hashed).
-func labelValue(name string) string { return checkNodeLabel(name) }
+// labelValue is name as a label value (v1alpha1.NodeLabelValue's rule:
+// whole when it fits, else cut and hashed).
+func labelValue(name string) string { return v1alpha1.NodeLabelValue(name) }
 
 // taintValue is a device taint's value: at most 63 characters of a
 // label value's alphabet.

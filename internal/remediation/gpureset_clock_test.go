@@ -2,11 +2,13 @@ package remediation
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,7 +86,6 @@ func (e *clockEnv) podExists(ns, name string) bool {
 }
 
 func cordoned(n *corev1.Node) bool { return n.Spec.Unschedulable || hasTaint(n) }
-
 
 // resetScene: a node whose agent reports GPU 3 faulty and held by pods
 // train-a and train-b; pod other runs on the node without a GPU of the
@@ -452,5 +453,45 @@ func TestIncidentsCarryTheirNodeLabel(t *testing.T) {
 	}
 	if v1alpha1.NodeLabelValue(short) != short {
 		t.Errorf("a short name is cut")
+	}
+}
+
+// TestGPUResetTaintsTheDRADevice: where a DRA driver publishes the node's
+// GPUs, the GPU to reset is tainted (NoSchedule, exactly its device)
+// before its pods are evicted, and the rule goes when the incident ends.
+func TestGPUResetTaintsTheDRADevice(t *testing.T) {
+	e := newClockEnv(t)
+	e.policy("p")
+	node := e.addNodes("gpu", 1)[0]
+	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
+		Spec: resourcev1.ResourceSliceSpec{Driver: "gpu.nvidia.com", NodeName: &node,
+			Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}}}
+	for i, uuid := range []string{"GPU-00000000-0000-0000-0000-000000000002", gpu3.UUID} {
+		slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i+2),
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{deviceAttributeUUID: {StringValue: &uuid}}})
+	}
+	e.create(slice)
+	e.runPod("default", "train-a", node, nil)
+	e.reportFaults(node, exclusiveFault("default/train-a"))
+	e.breakGPU(node, "reset-gpu")
+	e.step(2 * time.Minute)
+	nr := e.only(node)
+	var rules resourcev1.DeviceTaintRuleList
+	if err := e.c.List(e.ctx, &rules); err != nil {
+		t.Fatal(err)
+	}
+	if len(rules.Items) != 1 || *rules.Items[0].Spec.DeviceSelector.Device != "gpu-3" || rules.Items[0].Spec.Taint.Effect != resourcev1.DeviceTaintEffectNoSchedule {
+		t.Fatalf("device taint rules %+v while %s, want NoSchedule on gpu-3 alone", rules.Items, nr.Status.Phase)
+	}
+	e.answerReset(node, e.succeeded(nr))
+	e.reportFaults(node)
+	e.healGPU(node)
+	e.settle()
+	e.step(time.Minute)
+	if nr := e.only(node); nr.Status.Phase != v1alpha1.PhaseSucceeded {
+		t.Fatalf("phase %s (%s), want Succeeded", nr.Status.Phase, nr.Status.Message)
+	}
+	if err := e.c.List(e.ctx, &rules); err != nil || len(rules.Items) != 0 {
+		t.Errorf("%d device taint rules left after the incident (%v)", len(rules.Items), err)
 	}
 }

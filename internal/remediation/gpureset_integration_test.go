@@ -34,7 +34,7 @@ func TestGPUResetOnTheAPIServer(t *testing.T) {
 	h := newHarness(t, "reset", 1)
 	node := h.nodes[0]
 	pol := fastPolicy("reset")
-	pol.Spec.GPUReset.Timeout = metav1.Duration{Duration: time.Minute}
+	pol.Spec.GPUReset.Timeout = &metav1.Duration{Duration: time.Minute}
 	h.create(pol)
 	log := audit.NewMemory()
 	h.startController(controllerConfig{audit: log})

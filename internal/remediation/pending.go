@@ -216,6 +216,12 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 	}
 	var scope drainPlan
 	if nr.Status.Action == v1alpha1.ActionResetGPU && nr.Status.GPUReset != nil {
+		// With DRA, the scheduler must not hand the GPU out again while
+		// its pods leave: its device is tainted before the first eviction
+		// (finish removes the rule).
+		if _, err := taintGPUDevices(ctx, r.client, r.reader, nr, nr.Status.GPUReset.GPUs); err != nil {
+			return ctrl.Result{}, false, err
+		}
 		var err error
 		if scope, err = r.planDrain(ctx, in); err != nil {
 			return ctrl.Result{}, false, err

@@ -46,9 +46,7 @@ func newPolicy(p *v1alpha1.RemediationPolicy) (*policy, error) {
 	defaultDuration(&e.ReplaceTimeout, 30*time.Minute)
 	defaultDuration(&s.Drain.Timeout, 10*time.Minute)
 	defaultDuration(&s.RecoveryHold, time.Minute)
-	if s.GPUReset.Timeout.Duration == 0 {
-		s.GPUReset.Timeout.Duration = 3 * time.Minute
-	}
+	defaultDuration(&s.GPUReset.Timeout, 3*time.Minute)
 	if s.GPUReset.PartialDrain == nil {
 		yes := true
 		s.GPUReset.PartialDrain = &yes

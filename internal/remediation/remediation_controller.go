@@ -196,6 +196,13 @@ func (r *remediationReconciler) announce(ctx context.Context, in *incident, phas
 
 // finish ends the incident and counts it.
 func (r *remediationReconciler) finish(ctx context.Context, in *incident, phase v1alpha1.Phase, reason, message string) error {
+	if in.nr.Status.GPUReset != nil {
+		// A GPU reset's DRA device taint ends with its incident, before
+		// the incident is recorded as over (a failed delete is retried).
+		if err := untaintGPUDevices(ctx, r.client, in.nr.Name); err != nil {
+			return err
+		}
+	}
 	if err := r.setPhase(ctx, in, phase, reason, message); err != nil {
 		return err
 	}
