@@ -495,3 +495,24 @@ func TestGPUResetTaintsTheDRADevice(t *testing.T) {
 		t.Errorf("%d device taint rules left after the incident (%v)", len(rules.Items), err)
 	}
 }
+
+// TestGPUResetClosedWhenTheIncidentEnds: a node that recovers while its
+// reset is requested and unanswered ends the incident Cancelled, and the
+// request gets an outcome, so an agent that has not taken it never will.
+func TestGPUResetClosedWhenTheIncidentEnds(t *testing.T) {
+	e, node := resetScene(t, nil, exclusiveFault("default/train-a"))
+	e.reportFaults(node)
+	e.healGPU(node)
+	e.step(time.Minute) // the recovery hold, within the 3m timeout
+	nr := e.only(node)
+	g := nr.Status.GPUReset
+	if nr.Status.Phase != v1alpha1.PhaseCancelled || nr.Status.Reason != v1alpha1.ReasonRecovered {
+		t.Fatalf("phase %s reason %s (%s), want Cancelled Recovered", nr.Status.Phase, nr.Status.Reason, nr.Status.Message)
+	}
+	if g.Outcome != v1alpha1.GPUResetFailed || g.Reason != v1alpha1.ResetReasonRefused || !contains(g.Message, "before the agent answered") {
+		t.Errorf("gpuReset %+v: want the request closed", g)
+	}
+	if calls := e.prov.CallsTo(fake.MethodReboot); len(calls) != 0 {
+		t.Errorf("reboot calls %+v, want none", calls)
+	}
+}

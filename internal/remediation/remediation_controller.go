@@ -202,6 +202,13 @@ func (r *remediationReconciler) finish(ctx context.Context, in *incident, phase 
 		if err := untaintGPUDevices(ctx, r.client, in.nr.Name); err != nil {
 			return err
 		}
+		// A request still unanswered is closed with the incident, so an
+		// agent that has not taken it yet never will.
+		if g := in.nr.Status.GPUReset; g.RequestedAt != nil && g.Outcome == "" {
+			now := metav1.NewTime(r.clock.Now())
+			g.Outcome, g.Reason, g.FinishedAt = v1alpha1.GPUResetFailed, v1alpha1.ResetReasonRefused, &now
+			g.Message = "the incident ended (" + reason + ") before the agent answered"
+		}
 	}
 	if err := r.setPhase(ctx, in, phase, reason, message); err != nil {
 		return err
