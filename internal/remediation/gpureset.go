@@ -182,12 +182,16 @@ func (r *remediationReconciler) requestReset(ctx context.Context, in *incident) 
 	now := metav1.NewTime(r.clock.Now())
 	g.RequestedAt = &now
 	msg := fmt.Sprintf("asking the agent of node %s to reset %s (request %s)", in.nr.Spec.NodeName, gpuNames(g.GPUs), g.RequestID)
+	// Recorded before the write, as Detected is before the incident: a
+	// write whose answer is lost may have landed, and the next controller
+	// only waits. A write that did not land is made again with the same
+	// ID, which the record's key names once.
+	rec := r.audit.record(in, audit.ResetRequested, string(audit.ResetRequested), int(st.Attempts))
+	rec.RequestID, rec.GPUs, rec.Time, rec.Phase, rec.Message = g.RequestID, refUUIDs(g.GPUs), now.Time, string(v1alpha1.PhaseResetting), msg
+	r.audit.write(ctx, rec)
 	if err := r.setPhase(ctx, in, v1alpha1.PhaseResetting, v1alpha1.ReasonResetting, msg); err != nil {
 		return ctrl.Result{}, err
 	}
-	rec := r.audit.record(in, audit.ResetRequested, string(audit.ResetRequested), int(st.Attempts))
-	rec.RequestID, rec.GPUs, rec.Time = g.RequestID, refUUIDs(g.GPUs), now.Time
-	r.audit.write(ctx, rec)
 	return ctrl.Result{RequeueAfter: in.policy.Spec.GPUReset.Timeout.Duration}, nil
 }
 
@@ -266,30 +270,32 @@ func (r *remediationReconciler) resetFinished(ctx context.Context, in *incident,
 		g.FinishedAt = &now
 	}
 	took := now.Sub(g.RequestedAt.Time)
+	ok := rep.Outcome == v1alpha1.GPUResetSucceeded
+	msg := fmt.Sprintf("the agent reset %s; waiting for the node to be healthy for %s and the GPUs to leave its fault report",
+		gpuNames(g.GPUs), in.policy.Spec.RecoveryHold.Duration)
+	reason, sev, evType := v1alpha1.GPUResetSucceeded, audit.SeverityInfo, corev1.EventTypeNormal
+	if !ok {
+		msg = fmt.Sprintf("the reset of %s failed (%s): %s", gpuNames(g.GPUs), orNone(g.Reason), g.Message)
+		reason, sev, evType = resetReasonLabel(g.Reason), audit.SeverityWarning, corev1.EventTypeWarning
+	}
+	// The record goes first: a write whose answer is lost has landed, and
+	// the next controller goes on from the phase it finds.
+	rec := r.audit.record(in, audit.ResetFinished, string(audit.ResetFinished), int(in.nr.Status.Attempts))
+	rec.RequestID, rec.GPUs, rec.Reason, rec.Severity, rec.Duration = g.RequestID, refUUIDs(g.GPUs), reason, sev, took
+	rec.Message = truncate(msg+stepsNote(g.Steps), 4096)
+	r.audit.write(ctx, rec)
 	var res ctrl.Result
 	var err error
-	var msg string
-	if rep.Outcome == v1alpha1.GPUResetSucceeded {
-		msg = fmt.Sprintf("the agent reset %s; waiting for the node to be healthy for %s and the GPUs to leave its fault report",
-			gpuNames(g.GPUs), in.policy.Spec.RecoveryHold.Duration)
+	if ok {
 		err = r.setPhase(ctx, in, v1alpha1.PhaseVerifying, v1alpha1.ReasonGPUReset, msg)
 	} else {
-		msg = fmt.Sprintf("the reset of %s failed (%s): %s", gpuNames(g.GPUs), orNone(g.Reason), g.Message)
 		res, err = r.escalateReset(ctx, in, msg)
 	}
 	if err != nil {
 		return res, err
 	}
-	reason, sev, evType := v1alpha1.GPUResetSucceeded, audit.SeverityInfo, corev1.EventTypeNormal
-	if rep.Outcome != v1alpha1.GPUResetSucceeded {
-		reason, sev, evType = resetReasonLabel(g.Reason), audit.SeverityWarning, corev1.EventTypeWarning
-	}
 	gpuResets.WithLabelValues(g.Outcome, resetReasonLabel(g.Reason)).Inc()
 	gpuResetDuration.WithLabelValues(g.Outcome).Observe(took.Seconds())
-	rec := r.audit.record(in, audit.ResetFinished, string(audit.ResetFinished), int(in.nr.Status.Attempts))
-	rec.RequestID, rec.GPUs, rec.Reason, rec.Severity, rec.Duration = g.RequestID, refUUIDs(g.GPUs), reason, sev, took
-	rec.Message = truncate(msg+stepsNote(g.Steps), 4096)
-	r.audit.write(ctx, rec)
 	r.recorder.Eventf(in.node, in.nr, evType, resetEventReason(g.Outcome), "Reset", "%s: %s", in.nr.Name, msg)
 	return res, nil
 }
@@ -357,16 +363,16 @@ func (r *remediationReconciler) escalateReset(ctx context.Context, in *incident,
 	}
 	st.Action = action
 	msg := fmt.Sprintf("%s; cordoning and draining the node to %s it%s", why, strings.ToLower(string(action)), how)
-	if err := r.setPhase(ctx, in, v1alpha1.PhaseCordoned, v1alpha1.ReasonResetFailed, msg); err != nil {
-		return ctrl.Result{}, err
-	}
 	rec := r.audit.record(in, audit.Escalated, string(audit.Escalated), int(st.Attempts)+1)
 	rec.Action, rec.Reason, rec.Severity = string(action), v1alpha1.ReasonResetFailed, audit.SeverityWarning
 	rec.Message = msg
 	if st.GPUReset != nil {
 		rec.GPUs = refUUIDs(st.GPUReset.GPUs)
 	}
-	r.audit.write(ctx, rec)
+	r.audit.write(ctx, rec) // before the write, as verifying's escalation does
+	if err := r.setPhase(ctx, in, v1alpha1.PhaseCordoned, v1alpha1.ReasonResetFailed, msg); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.cordoned(ctx, in)
 }
 

@@ -1,7 +1,9 @@
 package remediation
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
@@ -514,5 +517,57 @@ func TestGPUResetClosedWhenTheIncidentEnds(t *testing.T) {
 	}
 	if calls := e.prov.CallsTo(fake.MethodReboot); len(calls) != 0 {
 		t.Errorf("reboot calls %+v, want none", calls)
+	}
+}
+
+// TestGPUResetLostAnswerThenRestart: the write of each phase of a reset
+// lands but its answer is lost, and the controller process dies; the new
+// one resumes from the status alone: one request, one ID, no reboot.
+func TestGPUResetLostAnswerThenRestart(t *testing.T) {
+	for _, phase := range []v1alpha1.Phase{v1alpha1.PhaseDraining, v1alpha1.PhaseDrained, v1alpha1.PhaseResetting, v1alpha1.PhaseVerifying} {
+		t.Run(string(phase), func(t *testing.T) {
+			lost := false
+			e := newClockEnv(t, interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil {
+						return err
+					}
+					if nr, ok := obj.(*v1alpha1.NodeRemediation); ok && nr.Status.Phase == phase && !lost {
+						lost = true
+						return errors.New("http2: client connection lost")
+					}
+					return nil
+				},
+			})
+			e.crashes = 1
+			e.policy("p")
+			node := e.addNodes("gpu", 1)[0]
+			e.runPod("default", "train-a", node, nil)
+			e.runPod("default", "other", node, nil)
+			e.reportFaults(node, exclusiveFault("default/train-a"))
+			e.breakGPU(node, "reset-gpu")
+			e.step(2 * time.Minute)
+			nr := e.only(node)
+			if nr.Status.Phase != v1alpha1.PhaseResetting {
+				t.Fatalf("phase %s (%s), want Resetting", nr.Status.Phase, nr.Status.Message)
+			}
+			e.answerReset(node, e.succeeded(nr))
+			e.reportFaults(node)
+			e.healGPU(node)
+			e.settle()
+			e.step(time.Minute)
+			if !lost || e.crashes != 0 {
+				t.Fatalf("the answer of the %s write was never lost (lost %v, crashes left %d)", phase, lost, e.crashes)
+			}
+			nr = e.only(node)
+			if nr.Status.Phase != v1alpha1.PhaseSucceeded || nr.Status.Attempts != 1 || nr.Status.GPUReset.RequestID != nr.Name+"-reset-1" {
+				t.Fatalf("phase %s (%s), attempt %d, request %s: want Succeeded after one request", nr.Status.Phase, nr.Status.Message, nr.Status.Attempts, nr.Status.GPUReset.RequestID)
+			}
+			recs := e.audit.Records()
+			if n := countKind(recs, audit.ResetRequested); n != 1 || countKind(recs, audit.DrainScoped) != 1 || countKind(recs, audit.ResetFinished) != 1 || len(e.prov.CallsTo(fake.MethodReboot)) != 0 || !e.podExists("default", "other") {
+				t.Errorf("%d ResetRequested and %d ResetFinished records, %d reboots, pod other kept %v: want one request and answer, no reboot, other left running",
+					n, countKind(recs, audit.ResetFinished), len(e.prov.CallsTo(fake.MethodReboot)), e.podExists("default", "other"))
+			}
+		})
 	}
 }

@@ -214,7 +214,6 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 	} else if err := r.cordon(ctx, in); err != nil {
 		return ctrl.Result{}, false, err
 	}
-	var scope drainPlan
 	if nr.Status.Action == v1alpha1.ActionResetGPU && nr.Status.GPUReset != nil {
 		// With DRA, the scheduler must not hand the GPU out again while
 		// its pods leave: its device is tainted before the first eviction
@@ -222,10 +221,12 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 		if _, err := taintGPUDevices(ctx, r.client, r.reader, nr, nr.Status.GPUReset.GPUs); err != nil {
 			return ctrl.Result{}, false, err
 		}
-		var err error
-		if scope, err = r.planDrain(ctx, in); err != nil {
+		scope, err := r.planDrain(ctx, in)
+		if err != nil {
 			return ctrl.Result{}, false, err
 		}
+		// Told before the write, whose answer may be lost when it lands.
+		r.recordDrainScope(ctx, in, scope)
 	}
 	r.setCondition(in, v1alpha1.ConditionAdmitted, metav1.ConditionTrue, v1alpha1.ReasonAdmitted,
 		fmt.Sprintf("%d of %d nodes unhealthy; %d in flight", view.unhealthy, view.matched, active))
@@ -238,9 +239,6 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 		return ctrl.Result{}, false, err
 	}
 	admitted = true
-	if nr.Status.Action == v1alpha1.ActionResetGPU && nr.Status.GPUReset != nil {
-		r.recordDrainScope(ctx, in, scope)
-	}
 	return ctrl.Result{}, true, nil
 }
 
