@@ -21,14 +21,14 @@ import (
 // the simulated node in the sim backend. Bus IDs are normalized
 // (gpu.NormalizePCIBusID: 0000:1b:00.0).
 type Device interface {
-	// Processes lists the PIDs of compute and graphics processes on the
-	// GPU at busID.
-	Processes(ctx context.Context, busID string) ([]int, error)
-	// SetPersistence turns persistence mode on or off for the GPU.
-	SetPersistence(ctx context.Context, busID string, on bool) error
-	// Reset resets the GPU and returns what the tool printed; failed is
-	// true when it exited non-zero. err is a tool that could not run.
-	Reset(ctx context.Context, busID string) (out string, failed bool, err error)
+	// GPUProcesses lists the PIDs of compute and graphics processes on
+	// the GPU at busID.
+	GPUProcesses(ctx context.Context, busID string) ([]int, error)
+	// SetPersistenceMode turns persistence mode on or off for the GPU.
+	SetPersistenceMode(ctx context.Context, busID string, on bool) error
+	// ResetGPU resets the GPU and returns what the tool printed; failed
+	// is true when it exited non-zero. err is a tool that could not run.
+	ResetGPU(ctx context.Context, busID string) (out string, failed bool, err error)
 }
 
 // Step names, in the order they run.
@@ -174,7 +174,7 @@ func (r *run) all(ctx context.Context, refs []v1alpha1.GPURef, before *gpu.NodeS
 		}
 		// nvidia-persistenced's handle counts as a client: the reset is
 		// refused "in use by another client" while persistence mode is on.
-		if err := r.p.Device.SetPersistence(ctx, g.PCIBusID, false); err != nil {
+		if err := r.p.Device.SetPersistenceMode(ctx, g.PCIBusID, false); err != nil {
 			return r.stepErr(StepPersistence, fail(v1alpha1.ResetReasonError, "GPU %s: turning persistence mode off: %v", g.PCIBusID, err))
 		}
 		restore = append(restore, g.PCIBusID)
@@ -221,7 +221,7 @@ func (r *run) waitIdle(ctx context.Context, bus string) error {
 	var last []int
 	wait := orDefault(r.p.ProcessWait, defaultProcWait)
 	err := r.poll(ctx, wait, "GPU "+bus+" without processes", func(ctx context.Context) (bool, error) {
-		pids, err := r.p.Device.Processes(ctx, bus)
+		pids, err := r.p.Device.GPUProcesses(ctx, bus)
 		if err != nil {
 			return false, err
 		}
@@ -242,7 +242,7 @@ func (r *run) reset(ctx context.Context, bus string) error {
 	limit := orDefault(r.p.ResetTimeout, defaultResetTime)
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	out, failed, err := r.p.Device.Reset(rctx, bus)
+	out, failed, err := r.p.Device.ResetGPU(rctx, bus)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || (err != nil && rctx.Err() != nil && ctx.Err() == nil):
 		return r.stepErr(StepReset, fail(v1alpha1.ResetReasonTimeout, "GPU %s: the reset did not finish within %s", bus, limit))
@@ -263,7 +263,7 @@ func (r *run) restore(buses []string) {
 		// Not the request's context: it may have ended, and a GPU left
 		// without persistence mode reinitializes on every client.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := r.p.Device.SetPersistence(ctx, bus, true)
+		err := r.p.Device.SetPersistenceMode(ctx, bus, true)
 		cancel()
 		if err != nil {
 			r.step(StepRestore, false, "GPU %s: turning persistence mode back on: %v", bus, err)

@@ -25,7 +25,7 @@ type fakeDevice struct {
 	calls    []string
 }
 
-func (d *fakeDevice) Processes(_ context.Context, bus string) ([]int, error) {
+func (d *fakeDevice) GPUProcesses(_ context.Context, bus string) ([]int, error) {
 	d.calls = append(d.calls, "processes "+bus)
 	if len(d.pids) == 0 {
 		return nil, nil
@@ -37,12 +37,12 @@ func (d *fakeDevice) Processes(_ context.Context, bus string) ([]int, error) {
 	return p, nil
 }
 
-func (d *fakeDevice) SetPersistence(_ context.Context, bus string, on bool) error {
+func (d *fakeDevice) SetPersistenceMode(_ context.Context, bus string, on bool) error {
 	d.calls = append(d.calls, "pm "+bus+" "+map[bool]string{true: "on", false: "off"}[on])
 	return d.pmErr
 }
 
-func (d *fakeDevice) Reset(ctx context.Context, bus string) (string, bool, error) {
+func (d *fakeDevice) ResetGPU(ctx context.Context, bus string) (string, bool, error) {
 	d.calls = append(d.calls, "reset "+bus)
 	if d.block {
 		<-ctx.Done()

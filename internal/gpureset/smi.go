@@ -29,6 +29,8 @@ func SMIBusID(bus string) string {
 	return "0000" + strings.ToUpper(bus)
 }
 
+var _ Device = (*SMIDevice)(nil)
+
 func (d *SMIDevice) run(ctx context.Context, args ...string) (string, bool, error) {
 	if d.Run != nil {
 		return d.Run(ctx, d.Path, args...)
@@ -36,10 +38,10 @@ func (d *SMIDevice) run(ctx context.Context, args ...string) (string, bool, erro
 	return RunCommand(ctx, d.Path, args...)
 }
 
-// Processes lists the compute applications on the GPU (nvidia-smi
+// GPUProcesses lists the compute applications on the GPU (nvidia-smi
 // --query-compute-apps; graphics clients show there too on data-center
 // GPUs, and a display's X server makes the reset fail PrimaryGPU anyway).
-func (d *SMIDevice) Processes(ctx context.Context, bus string) ([]int, error) {
+func (d *SMIDevice) GPUProcesses(ctx context.Context, bus string) ([]int, error) {
 	out, failed, err := d.run(ctx, "--query-compute-apps=pid,gpu_bus_id", "--format=csv,noheader,nounits")
 	if err != nil {
 		return nil, err
@@ -83,8 +85,8 @@ func ParseComputeApps(out, bus string) ([]int, error) {
 	return pids, nil
 }
 
-// SetPersistence runs nvidia-smi -i <bus> -pm 0|1.
-func (d *SMIDevice) SetPersistence(ctx context.Context, bus string, on bool) error {
+// SetPersistenceMode runs nvidia-smi -i <bus> -pm 0|1.
+func (d *SMIDevice) SetPersistenceMode(ctx context.Context, bus string, on bool) error {
 	mode := "0"
 	if on {
 		mode = "1"
@@ -99,8 +101,8 @@ func (d *SMIDevice) SetPersistence(ctx context.Context, bus string, on bool) err
 	return nil
 }
 
-// Reset runs nvidia-smi --gpu-reset -i <bus>.
-func (d *SMIDevice) Reset(ctx context.Context, bus string) (string, bool, error) {
+// ResetGPU runs nvidia-smi --gpu-reset -i <bus>.
+func (d *SMIDevice) ResetGPU(ctx context.Context, bus string) (string, bool, error) {
 	return d.run(ctx, "--gpu-reset", "-i", SMIBusID(bus))
 }
 
