@@ -14,6 +14,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/gpureset"
 	"github.com/gpuheal/gpuheal/internal/kmsg"
 )
 
@@ -41,6 +42,9 @@ type Deps struct {
 	// Options.HostRoot, except for the sim backend, whose node is not the
 	// host (a sim fleet sets each simulated node's own).
 	BootID string
+	// GPUReset is the GPU tool single-GPU resets run with; nil picks it
+	// from the backend (the sim node, else nvidia-smi; gpureset.go).
+	GPUReset gpureset.Device
 	// PublishMetrics, when set, receives the metrics handler instead of
 	// Run listening on Options.MetricsAddress (a sim fleet serves every
 	// node's metrics itself).

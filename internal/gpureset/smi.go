@@ -19,6 +19,9 @@ import (
 // dies) and stops it when ctx ends.
 type SMIDevice struct {
 	Path string
+	// Env is added to the tool's environment (LD_LIBRARY_PATH for a
+	// driver root's nvidia-smi).
+	Env []string
 	// Run runs the tool; nil is procs (tests give a fake).
 	Run func(ctx context.Context, path string, args ...string) (out string, failed bool, err error)
 }
@@ -35,7 +38,7 @@ func (d *SMIDevice) run(ctx context.Context, args ...string) (string, bool, erro
 	if d.Run != nil {
 		return d.Run(ctx, d.Path, args...)
 	}
-	return RunCommand(ctx, d.Path, args...)
+	return RunCommand(ctx, d.Env, d.Path, args...)
 }
 
 // GPUProcesses lists the compute applications on the GPU (nvidia-smi
@@ -106,13 +109,13 @@ func (d *SMIDevice) ResetGPU(ctx context.Context, bus string) (string, bool, err
 	return d.run(ctx, "--gpu-reset", "-i", SMIBusID(bus))
 }
 
-// RunCommand runs path with args through internal/procs and returns its
+// RunCommand runs path with args (and env added) through internal/procs and returns its
 // output (stdout and stderr, the first MaxOutput*16 bytes) and whether it
 // exited non-zero. When ctx ends first the process is stopped and
 // ctx's error returned.
-func RunCommand(ctx context.Context, path string, args ...string) (string, bool, error) {
+func RunCommand(ctx context.Context, env []string, path string, args ...string) (string, bool, error) {
 	out := &cappedBuffer{limit: MaxOutput * 16}
-	p, err := procs.Command{Path: path, Args: args, Output: out}.Start()
+	p, err := procs.Command{Path: path, Args: args, Env: env, Output: out}.Start()
 	if err != nil {
 		return "", false, err
 	}
