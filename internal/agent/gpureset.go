@@ -457,4 +457,3 @@ func describeRefs(refs []v1alpha1.GPURef) string {
 	b, _ := json.Marshal(refs)
 	return string(b)
 }
-
