@@ -19,6 +19,7 @@ import (
 
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
+	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/agent/nodestatus"
 	"github.com/gpuheal/gpuheal/internal/gpu"
 	"github.com/gpuheal/gpuheal/internal/gpu/nvml"
@@ -35,13 +36,18 @@ import (
 // noderemediationsPath is the NodeRemediation collection (cluster-scoped).
 const noderemediationsPath = "/apis/gpuheal.io/v1alpha1/noderemediations"
 
-// Watch timing. A watch is held watchTimeout (server-side, under the
-// agent client's 10s request timeout, which would cut it with an error);
-// it then resumes from the last resourceVersion. A failed list or watch
-// is retried after a backoff that doubles from resetBackoffMin to
-// resetBackoffMax.
+// Watch timing. A watch is held longWatch by the server (a context
+// bounds it on our side, longWatch+watchSlack, in case the server is
+// partitioned away) and then resumes from the last resourceVersion; so a
+// fleet's agents cost the API server a request each longWatch. Where the
+// client's own request timeout cannot be lifted for the watch (a client
+// that is not client-go's RESTClient) it is shortWatch, under the agent
+// client's 10s. A failed list or watch is retried after a backoff that
+// doubles from resetBackoffMin to resetBackoffMax.
 const (
-	watchTimeout    = 8 * time.Second
+	longWatch       = 5 * time.Minute
+	watchSlack      = 30 * time.Second
+	shortWatch      = 8 * time.Second
 	resetBackoffMin = time.Second
 	resetBackoffMax = 30 * time.Second
 	// maxRequestGPUs bounds a request: a node has at most 16 GPUs.
@@ -54,15 +60,19 @@ var errReleasedForReset = errors.New("GPU backend released for a GPU reset")
 
 // gpuResets takes and carries out GPU reset requests for one node.
 type gpuResets struct {
-	kube    rest.Interface
-	node    string
-	log     *slog.Logger
-	clk     clock.PassiveClock
-	proc    *gpureset.Procedure
-	before  func() *gpu.NodeSnapshot // the GPUs as the health loop last saw them
-	forget  func(bus string)         // after a verified reset
-	journal *resetJournal
-	metrics *resetMetrics
+	kube rest.Interface
+	// watchKube is kube without its request timeout, for watches held
+	// watchFor (watchClient).
+	watchKube rest.Interface
+	watchFor  time.Duration
+	node      string
+	log       *slog.Logger
+	clk       clock.PassiveClock
+	proc      *gpureset.Procedure
+	before    func() *gpu.NodeSnapshot // the GPUs as the health loop last saw them
+	forget    func(bus string)         // after a verified reset
+	journal   *resetJournal
+	metrics   *resetMetrics
 	// published: request IDs whose final answer is on the Node (in this
 	// process); a journaled answer not yet published is published again.
 	published map[string]bool
@@ -101,6 +111,7 @@ func startGPUResets(ctx context.Context, o *Options, d Deps, src gpu.Source, gat
 		before: health.lastSnapshot, forget: health.forgetGPU, journal: journal, metrics: m,
 		published: map[string]bool{},
 	}
+	r.watchKube, r.watchFor = watchClient(d.Kube)
 	r.metrics.onChange = exp.Invalidate
 	r.proc = &gpureset.Procedure{
 		Device: dev,
@@ -121,6 +132,15 @@ func startGPUResets(ctx context.Context, o *Options, d Deps, src gpu.Source, gat
 	}
 	go r.run(ctx)
 	return nil
+}
+
+// watchClient is kube for long watches (kubecore.WatchClient) and the
+// watch length to ask for: shortWatch where the timeout stays.
+func watchClient(kube rest.Interface) (rest.Interface, time.Duration) {
+	if w, ok := kubecore.WatchClient(kube); ok {
+		return w, longWatch
+	}
+	return kube, shortWatch
 }
 
 // resetDevice is the GPU tool for the agent's backend: the sim node
@@ -272,10 +292,18 @@ type watchEvent struct {
 // watch (nil error: watch again from the returned version) or it fails
 // (list again). progressed says an event came.
 func (r *gpuResets) watch(ctx context.Context, rv string) (string, bool, error) {
-	stream, err := r.kube.Get().AbsPath(noderemediationsPath).
+	kube, length := r.watchKube, r.watchFor
+	if kube == nil {
+		kube, length = r.kube, shortWatch
+	}
+	// The stream's context, not the offers': a reset taken from this
+	// watch must not end with it.
+	wctx, cancel := context.WithTimeout(ctx, length+watchSlack)
+	defer cancel()
+	stream, err := kube.Get().AbsPath(noderemediationsPath).
 		Param("labelSelector", r.selector()).Param("watch", "true").
 		Param("resourceVersion", rv).Param("allowWatchBookmarks", "true").
-		Param("timeoutSeconds", strconv.Itoa(int(watchTimeout/time.Second))).Stream(ctx)
+		Param("timeoutSeconds", strconv.Itoa(int(length/time.Second))).Stream(wctx)
 	if err != nil {
 		return rv, false, fmt.Errorf("watching NodeRemediations of node %s: %w", r.node, err)
 	}

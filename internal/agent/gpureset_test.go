@@ -130,3 +130,23 @@ func TestGPUResetsListAgainAfterAFailedWatch(t *testing.T) {
 		t.Errorf("GPU 2 reset %d times, want once", node.GPUResets(2))
 	}
 }
+
+// Watches run on a copy of the agent's client without its 10s request
+// timeout (which would cut each one with an error); the client itself
+// keeps it.
+func TestWatchClientLiftsTheRequestTimeout(t *testing.T) {
+	kube, err := kubecore.ClientFor(&rest.Config{Host: "https://127.0.0.1:1", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, length := watchClient(kube)
+	if length != longWatch {
+		t.Errorf("watch length %v, want %v", length, longWatch)
+	}
+	if got := w.(*rest.RESTClient).Client.Timeout; got != 0 {
+		t.Errorf("watch client timeout %v, want none", got)
+	}
+	if got := kube.(*rest.RESTClient).Client.Timeout; got != 10*time.Second {
+		t.Errorf("the agent's client timeout became %v", got)
+	}
+}
