@@ -105,9 +105,9 @@ bench-e2e: deps ## fleet benchmark: controller on the real API server + kwok, GP
 	$(GO) test -run '^$$' -bench RemediationFleet -benchtime 1x -timeout 60m ./test/e2e/
 
 .PHONY: soak
-soak: deps build ## long soak under chaos: NODES=200 DURATION=1h SPEED=1 (docs/reliability.md); COMPARE=1 for manual vs gpuheal, GATE_COMPARE=1 for the health gate off vs on
+soak: deps build ## long soak under chaos: NODES=200 DURATION=1h SPEED=1 (docs/reliability.md); COMPARE=1 for manual vs gpuheal, GATE_COMPARE=1 for the health gate off vs on, RESET_COMPARE=1 for reboot vs GPU reset
 	$(BIN)/gpuheal soak --nodes $${NODES:-200} --duration $${DURATION:-1h} --speed $${SPEED:-1} \
-		--work-dir $${SOAK_DIR:-$(CURDIR)/.soak} $${COMPARE:+--compare} $${GATE_COMPARE:+--gate-compare}
+		--work-dir $${SOAK_DIR:-$(CURDIR)/.soak} $${COMPARE:+--compare} $${GATE_COMPARE:+--gate-compare} $${RESET_COMPARE:+--reset-compare}
 
 .PHONY: generate
 generate: ## regenerate deep copies and CRD manifests with controller-gen (pinned in hack/tools/codegen)

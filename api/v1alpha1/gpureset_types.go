@@ -21,7 +21,7 @@ type GPUResetSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="must be a duration of at least 10s"
 	// +optional
-	Timeout metav1.Duration `json:"timeout,omitempty"`
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// PartialDrain evicts only the pods that hold the faulty GPUs, as the
 	// agent read them from the kubelet's PodResources API, and leaves the
 	// node schedulable; false (or a mapping the agent could not know)

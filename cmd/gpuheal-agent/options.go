@@ -13,6 +13,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 	"github.com/gpuheal/gpuheal/internal/flagenv"
 	"github.com/gpuheal/gpuheal/internal/logging"
+	"github.com/gpuheal/gpuheal/internal/podresources"
 	"github.com/gpuheal/gpuheal/internal/simfleet"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
@@ -40,11 +41,12 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.StringVar(&o.SMIPath, "nvidia-smi-path", "nvidia-smi", "nvidia-smi binary for the smi backend")
 	fs.DurationVar(&o.CallTimeout, "call-timeout", 2*time.Second, "time box of one GPU query (a failing GPU can block NVML for seconds)")
 	fs.DurationVar(&o.ReadyThreshold, "ready-threshold", agent.DefaultReadyThreshold, "/readyz fails once reading the GPUs or writing the Node has failed for longer than this")
-	fs.IntVar(&o.ExpectedGPUs, "expected-gpus", 0, "GPUs this node should have; it wins over the node's labels (0: from the Karpenter or EKS instance-gpu-count label, nvidia.com/gpu.count, else the instance type)")
+	fs.IntVar(&o.ExpectedGPUs, "expected-gpus", 0, "GPUs this node should have when the Node names no count: the largest of the Karpenter or EKS instance-gpu-count label, nvidia.com/gpu.count and the instance type wins over it (0: unknown)")
 	fs.StringVar(&o.HostRoot, "host-root", "/", "where the host's / is mounted (for /proc/driver/nvidia and /dev/nvidia*)")
 	fs.StringVar(&o.DriverRoot, "driver-root", "/", "where the NVIDIA driver's files are, for libnvidia-ml.so.1: / for the dynamic loader's search, or a driver tree such as /run/nvidia/driver")
 	fs.StringVar(&o.KmsgPath, "kmsg-path", "/dev/kmsg", "kernel log: \"syslog\" (the ring buffer through syslog(2), needs only CAP_SYSLOG), the /dev/kmsg device, or a file to follow (\"\" turns the monitor off)")
 	fs.DurationVar(&o.KmsgPoll, "kmsg-poll-interval", 200*time.Millisecond, "how often a followed kernel-log file or the syslog(2) ring is checked (the device needs no polling)")
+	fs.StringVar(&o.PodResourcesSocket, "pod-resources-socket", podresources.DefaultSocket, "the kubelet's pod-resources socket, read for the pods that hold a faulty GPU (\"\": off, and a repair drains the whole node)")
 	fs.StringVar(&o.StateDir, "state-dir", "/var/lib/gpuheal", "where the agent keeps its kernel-log position across restarts")
 	fs.StringVar(&o.XidConfig, "xid-config", "", "YAML file of Xid catalog overrides (severity, action, count, window per code)")
 	fs.StringVar(&o.ConfigFile, "config", "", "health rules YAML (default: the built-in rules); reloaded when it changes")

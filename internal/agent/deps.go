@@ -16,6 +16,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/gpu"
 	"github.com/gpuheal/gpuheal/internal/gpureset"
 	"github.com/gpuheal/gpuheal/internal/kmsg"
+	"github.com/gpuheal/gpuheal/internal/podresources"
 )
 
 // Deps are what Run works with besides its options. They are passed in,
@@ -45,6 +46,10 @@ type Deps struct {
 	// GPUReset is the GPU tool single-GPU resets run with; nil picks it
 	// from the backend (the sim node, else nvidia-smi; gpureset.go).
 	GPUReset gpureset.Device
+	// PodResources answers which pods hold which GPUs (the kubelet's
+	// pod-resources socket; a sim fleet's device manager); nil reports
+	// every faulty GPU's pods as unknown.
+	PodResources podresources.Lister
 	// PublishMetrics, when set, receives the metrics handler instead of
 	// Run listening on Options.MetricsAddress (a sim fleet serves every
 	// node's metrics itself).
@@ -80,6 +85,9 @@ func NewDeps(o *Options) (Deps, error) {
 		return Deps{}, err
 	}
 	d.Source = src
+	if o.PodResourcesSocket != "" {
+		d.PodResources = podresources.NewClient(o.PodResourcesSocket, 0)
+	}
 	d.Open = func() (gpu.Source, error) { return openSource(o) }
 	if o.Backend != BackendSim {
 		// Unreadable (no procfs): "" and the controller goes by the

@@ -24,8 +24,11 @@ type healthLoop struct {
 	// sources of conditions (the predictor) publish through it too.
 	conditions *nodestatus.Conditions
 
-	mu      sync.Mutex
-	hooks   []func(*analyzer.RuleSet)
+	mu    sync.Mutex
+	hooks []func(*analyzer.RuleSet)
+	// before sees each evaluation ahead of onResult (the GPU fault report,
+	// which must reach the Node before the conditions).
+	before  func(context.Context, *gpu.NodeSnapshot, analyzer.Result)
 	snap    *gpu.NodeSnapshot
 	pending []finding.Finding
 	wake    chan struct{}
@@ -58,6 +61,13 @@ func (h *healthLoop) addFinding(f finding.Finding) {
 func (h *healthLoop) onReload(fn func(*analyzer.RuleSet)) {
 	h.mu.Lock()
 	h.hooks = append(h.hooks, fn)
+	h.mu.Unlock()
+}
+
+// setBeforeResult has fn see every evaluation before onResult.
+func (h *healthLoop) setBeforeResult(fn func(context.Context, *gpu.NodeSnapshot, analyzer.Result)) {
+	h.mu.Lock()
+	h.before = fn
 	h.mu.Unlock()
 }
 
@@ -119,13 +129,16 @@ func (h *healthLoop) run(ctx context.Context) {
 		case <-h.wake:
 		}
 		h.mu.Lock()
-		snap, findings, forget := h.snap, h.pending, h.forget
+		snap, findings, forget, before := h.snap, h.pending, h.forget, h.before
 		h.pending, h.forget = nil, nil
 		h.mu.Unlock()
 		for _, bus := range forget {
 			h.engine.ForgetGPU(bus)
 		}
 		r := h.engine.Evaluate(snap, findings)
+		if before != nil {
+			before(ctx, snap, r)
+		}
 		h.onResult(r, healthyGPUs(snap, r))
 	}
 }

@@ -15,9 +15,10 @@ import (
 // watchOwnNode reads the agent's own Node, from the API server's watch
 // cache (resourceVersion=0) so that a fleet's agents cost it little, and
 // hands on what the agent follows of it: the expected GPU count
-// (expectedFromNode; nil expected when --expected-gpus gave it, since a
-// count the operator gave wins over what the cluster says), so that a GPU
-// that vanished from the driver shows as "found < expected", and the GPU
+// (expectedFromNode), so that a GPU that vanished from the driver shows
+// as "found < expected" — what the cluster knows of the node wins, and
+// --expected-gpus, expected's first value, stays only while the Node
+// names no count (docs/install.md, "The expected GPU count") — and the GPU
 // Operator's driver-upgrade state (nil gate: no backend to release). It
 // reads every slow, and every fast while an upgrade label is on the node
 // or after a failed read, which keeps the last values.
@@ -33,10 +34,11 @@ func watchOwnNode(ctx context.Context, kube rest.Interface, node string, expecte
 			wait = fast
 		} else {
 			if expected != nil {
-				switch count, _, err := expectedFromNode(&n); {
-				case err != nil:
+				count, _, err := expectedFromNode(&n)
+				if err != nil {
 					log.Warn("reading expected GPU count", "node", node, "err", err)
-				case count > 0:
+				}
+				if count > 0 { // the other sources still count past a broken label
 					expected.Store(int64(count))
 				}
 			}

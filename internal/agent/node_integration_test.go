@@ -37,7 +37,10 @@ func TestReadExpectedGPUsFromAPIServer(t *testing.T) {
 	}{
 		{"gpu operator", map[string]string{v1alpha1.LabelNvidiaGPUCount: "8"}, 8},
 		{"karpenter over gpu operator", map[string]string{v1alpha1.LabelKarpenterInstanceGPUCount: "8", v1alpha1.LabelNvidiaGPUCount: "7"}, 8},
-		{"eks auto mode", map[string]string{v1alpha1.LabelEKSInstanceGPUCount: "4"}, 4},
+		{"eks auto mode over gpu operator", map[string]string{v1alpha1.LabelEKSInstanceGPUCount: "8", v1alpha1.LabelNvidiaGPUCount: "7"}, 8},
+		// GFD counted again after a GPU died: the type still has 8.
+		{"instance type over gpu operator", map[string]string{v1alpha1.LabelNvidiaGPUCount: "7"}, 8},
+		{"no type, gpu operator", map[string]string{v1alpha1.LabelInstanceType: "m7i.large", v1alpha1.LabelNvidiaGPUCount: "4"}, 4},
 		{"instance type only", nil, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,20 +93,48 @@ func gpuNodeWith(ctx context.Context, t *testing.T, c client.Client, labels map[
 // type says 8, so the agent sets the GPU condition False (NvidiaGPUMissing)
 // on the Node.
 func TestFewerGPUsThanTheInstanceTypeIsUnhealthy(t *testing.T) {
+	runUntilGPUMissing(t, nil, 7, 0)
+}
+
+// The same node after a reboot: GPU feature discovery counted again and
+// labelled it nvidia.com/gpu.count=7. The instance type still has 8, and
+// wins: the node is unhealthy, not "7 of 7".
+func TestGPUFeatureDiscoveryRecountDoesNotHideADeadGPU(t *testing.T) {
+	runUntilGPUMissing(t, map[string]string{v1alpha1.LabelNvidiaGPUCount: "7"}, 7, 0)
+}
+
+// --expected-gpus is the fallback for what the cluster does not know: a
+// lower flag does not hide the instance type's 8, and on a node whose
+// labels name no count the flag's 8 is what the 7 found are held to.
+func TestExpectedGPUsFlagIsTheFallback(t *testing.T) {
+	t.Run("node count wins over a lower flag", func(t *testing.T) {
+		runUntilGPUMissing(t, map[string]string{v1alpha1.LabelNvidiaGPUCount: "7"}, 7, 4)
+	})
+	t.Run("flag where the node names no count", func(t *testing.T) {
+		runUntilGPUMissing(t, map[string]string{v1alpha1.LabelInstanceType: "m7i.48xlarge"}, 7, 8)
+	})
+}
+
+// runUntilGPUMissing runs the agent (a simulated backend with found GPUs,
+// --expected-gpus flag) against a p5.48xlarge test node with labels
+// added and nvidia.com/gpu capacity found, until the Node's GPU
+// condition is False with NvidiaGPUMissing.
+func runUntilGPUMissing(t *testing.T, labels map[string]string, found, flag int) {
+	t.Helper()
 	env := testcluster.Start(t, testenv.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	name := gpuNodeWith(ctx, t, env.Client, nil, 7)
+	name := gpuNodeWith(ctx, t, env.Client, labels, int64(found))
 	kube, err := kubecore.NewClient(env.Kubeconfig, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := sim.New(sim.Options{NodeName: name, GPUs: 7})
+	src, err := sim.New(sim.Options{NodeName: name, GPUs: found})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := validOptions()
-	o.Standalone, o.NodeName = false, name
+	o.Standalone, o.NodeName, o.ExpectedGPUs = false, name, flag
 	o.Interval, o.CallTimeout = time.Second, 500*time.Millisecond
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -116,7 +147,7 @@ func TestFewerGPUsThanTheInstanceTypeIsUnhealthy(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	testproc.Eventually(t, 30*time.Second, "GPU condition False for 7 of 8 GPUs", func(ctx context.Context) (bool, error) {
+	testproc.Eventually(t, 30*time.Second, fmt.Sprintf("GPU condition False for %d GPUs found", found), func(ctx context.Context) (bool, error) {
 		var n corev1.Node
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
 			return false, err

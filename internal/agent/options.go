@@ -52,6 +52,10 @@ type Options struct {
 	// KmsgPoll is how often a followed file or the syslog(2) ring is
 	// checked for new records.
 	KmsgPoll time.Duration
+	// PodResourcesSocket is the kubelet's pod-resources socket, read for
+	// the pods that hold a faulty GPU; "" turns it off (their pods are
+	// then unknown, and a repair drains the whole node).
+	PodResourcesSocket string
 	// StateDir keeps the kernel-log position across restarts.
 	StateDir string
 	// XidConfig is a YAML file of Xid catalog overrides.

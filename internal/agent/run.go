@@ -82,6 +82,9 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
+	if err := startGPUFaults(health, exp, d.PodResources, clk, log); err != nil {
+		return err
+	}
 	threshold := o.ReadyThreshold
 	if threshold == 0 {
 		threshold = DefaultReadyThreshold
@@ -138,11 +141,9 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		onFinding = gate.dropWhilePaused(onFinding)
 	}
 	if kube != nil {
-		var follow *atomic.Int64
-		if o.ExpectedGPUs == 0 {
-			follow = &expected
-		}
-		go watchOwnNode(ctx, kube, o.NodeName, follow, gate, o.Interval, time.Minute, log)
+		// The Node's count wins over --expected-gpus (expected's first
+		// value), which stays only while the Node names none.
+		go watchOwnNode(ctx, kube, o.NodeName, &expected, gate, o.Interval, time.Minute, log)
 	}
 	if err := startGPUResets(ctx, o, d, src, gate, health, c, exp, clk, log); err != nil {
 		return err

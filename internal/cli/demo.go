@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -52,6 +53,11 @@ checks and a simulated NCCL all-reduce, each printed with its value. Node
 gpu-node-0001 carries a latent NCCL fault from the start that only the gate
 finds: its GPU falls off the bus, the reboot clears what the agent sees, the
 all-reduce falls short of its floor and the node is replaced.
+
+One node runs an inference service of one-GPU pods. A double-bit ECC
+error on one of its GPUs is repaired by resetting that GPU alone: the
+agent knows from the kubelet's PodResources which pod holds it, only that
+pod is evicted, the node stays schedulable and the GPU is back in seconds.
 
 --speed scales the pace: faults per minute, boot times and how long a
 condition must hold before a repair all scale by it.`,
@@ -149,13 +155,14 @@ func runDemo(ctx context.Context, out io.Writer, o *demoOptions) (err error) {
 	}()
 	log.Info("control plane ready", "after", time.Since(start).Round(time.Millisecond))
 
-	if err := seedDemoCluster(ctx, env.Client, o.nodes, pace); err != nil {
+	resetNode, err := seedDemoCluster(ctx, env.Client, o.nodes, pace)
+	if err != nil {
 		return err
 	}
 	log.Info("fleet and workloads running", "nodes", o.nodes, "after", time.Since(start).Round(time.Millisecond))
 
 	schedulePath := filepath.Join(workDir, "schedule.jsonl")
-	if err := writeDemoSchedule(schedulePath); err != nil {
+	if err := writeDemoSchedule(schedulePath, resetNode); err != nil {
 		return err
 	}
 	running, err := startDemoProcesses(ownDir, workDir, env.Kubeconfig, schedulePath, o, pace)
@@ -188,14 +195,56 @@ const (
 	demoPolicy     = "demo"
 )
 
+// The inference service that shares one node: demoInferencePods one-GPU
+// pods. A contained double-bit error on its GPU demoResetGPU is repaired
+// by resetting that GPU alone: only the pod on it moves, and the node
+// keeps serving the others.
+const (
+	demoInference     = "inference"
+	demoInferencePods = 4
+	demoResetGPU      = 1
+)
+
 // seedDemoCluster creates the fleet, two training jobs that fill most of
-// it (one pod per node, 8 GPUs each, one pod at a time may be disrupted)
-// and the live policy.
-func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoPace) error {
+// it (one pod per node, 8 GPUs each, one pod at a time may be disrupted),
+// the inference service on the first node they left free, and the live
+// policy. It returns the inference service's node.
+func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoPace) (string, error) {
 	if err := testenv.TrainingFleet(ctx, c, demoNodePrefix, nodes, demoNamespace, "llm-pretrain", "llm-finetune"); err != nil {
-		return err
+		return "", err
 	}
-	return c.Create(ctx, demoRemediationPolicy(pace))
+	node, err := freeDemoNode(ctx, c, nodes)
+	if err != nil {
+		return "", err
+	}
+	if err := testenv.CreateGPUWorkloadOn(ctx, c, demoNamespace, demoInference, demoInferencePods, 1, node); err != nil {
+		return "", err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := testenv.WaitWorkloadRunning(waitCtx, c, demoNamespace, demoInference, demoInferencePods); err != nil {
+		return "", err
+	}
+	return node, c.Create(ctx, demoRemediationPolicy(pace))
+}
+
+// freeDemoNode is the first node that runs no training pod and is not the
+// latent-fault node.
+func freeDemoNode(ctx context.Context, c client.Client, nodes int) (string, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(demoNamespace)); err != nil {
+		return "", fmt.Errorf("listing the training pods: %w", err)
+	}
+	used := map[string]bool{demoLatentSlot: true}
+	for _, p := range pods.Items {
+		used[p.Spec.NodeName] = true
+	}
+	for i := range nodes {
+		if name := testenv.NodeName(demoNodePrefix, i); !used[name] {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("no node of %d is free of training pods for the inference service", nodes)
 }
 
 // demoRemediationPolicy is live (not dry run): the demo is there to show
@@ -231,12 +280,14 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 // replaced instead of going back to work.
 var demoLatentSlot = testenv.NodeName(demoNodePrefix, 1)
 
-// writeDemoSchedule plants that fault for the sim fleet (the random mix
-// goes on beside it).
-func writeDemoSchedule(path string) error {
+// writeDemoSchedule plants those faults for the sim fleet (the random mix
+// goes on beside them): the latent one, and a double-bit error on the
+// inference node's GPU demoResetGPU.
+func writeDemoSchedule(path, resetNode string) error {
 	return schedule.WriteSchedule(path, []schedule.ScheduledFault{
 		{At: 0, Slot: demoLatentSlot, Class: "latent-nccl-bandwidth", GPU: 3},
 		{At: 5 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
+		{At: 10 * time.Second, Slot: resetNode, Class: "hbm3-dbe", GPU: demoResetGPU},
 	})
 }
 

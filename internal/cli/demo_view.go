@@ -27,6 +27,7 @@ type demoView struct {
 
 	printed   map[string]int    // incident → phases printed
 	checks    map[string]int    // incident → finished checks printed
+	resets    map[string]int    // incident → GPU reset lines printed (drain scope, outcome)
 	problems  map[string]string // node → the condition reason last printed
 	recovered []time.Duration
 	failed    int
@@ -38,7 +39,7 @@ const demoSummaryEvery = 15 * time.Second
 
 func newDemoView(c client.Client, out io.Writer, start time.Time) *demoView {
 	return &demoView{c: c, out: out, start: start, color: isTerminal(out),
-		printed: map[string]int{}, checks: map[string]int{}, problems: map[string]string{}, breaker: map[string]bool{}, summaryAt: start}
+		printed: map[string]int{}, checks: map[string]int{}, resets: map[string]int{}, problems: map[string]string{}, breaker: map[string]bool{}, summaryAt: start}
 }
 
 // run polls until ctx ends, or returns an error when a demo process died.
@@ -130,6 +131,7 @@ func (v *demoView) incidents(rems []gpuhealv1.NodeRemediation) {
 		}
 		v.printed[r.Name] = len(r.Status.Phases)
 		lines = append(lines, v.checkResults(r)...)
+		lines = append(lines, v.resetLines(r)...)
 		// A check's result comes before the phase it led to.
 		slices.SortStableFunc(lines, func(a, b viewLine) int { return a.at.Compare(b.at) })
 		for _, l := range lines {
@@ -165,6 +167,57 @@ func (v *demoView) checkResults(r *gpuhealv1.NodeRemediation) []viewLine {
 	}
 	v.checks[r.Name] = max(v.checks[r.Name], done)
 	return lines
+}
+
+// resetLines are the lines of the incident's GPU reset not printed yet:
+// which pods the drain moved once the reset is requested, and the agent's
+// answer once it came.
+func (v *demoView) resetLines(r *gpuhealv1.NodeRemediation) []viewLine {
+	g := r.Status.GPUReset
+	if g == nil || g.RequestedAt == nil {
+		return nil
+	}
+	var lines []viewLine
+	gpus := describeGPUs(g.GPUs)
+	if v.resets[r.Name] < 1 {
+		what := "whole-node drain before resetting " + gpus + ": " + g.DrainScope
+		if g.PartialDrain {
+			what = fmt.Sprintf("partial drain: %d pod(s) moved off %s (%s); the node stays schedulable",
+				len(r.Status.EvictedPods), gpus, strings.Join(firstPods(r.Status.EvictedPods, 3), ", "))
+		}
+		lines = append(lines, viewLine{g.RequestedAt.Time, "\x1b[33m", r.Spec.NodeName, what})
+		v.resets[r.Name] = 1
+	}
+	if v.resets[r.Name] < 2 && g.Outcome != "" && g.Outcome != gpuhealv1.GPUResetRunning {
+		at, color := g.RequestedAt.Time, "\x1b[32m"
+		what := "reset " + gpus + " " + strings.ToUpper(g.Outcome)
+		if g.FinishedAt != nil {
+			at = g.FinishedAt.Time
+			what += " in " + g.FinishedAt.Sub(g.RequestedAt.Time).Round(100*time.Millisecond).String()
+		}
+		if g.Outcome != gpuhealv1.GPUResetSucceeded {
+			color = "\x1b[31m"
+			what += " (" + g.Reason + ": " + shorten(g.Message, 80) + "); rebooting instead"
+		}
+		lines = append(lines, viewLine{at, color, r.Spec.NodeName, what})
+		v.resets[r.Name] = 2
+	}
+	return lines
+}
+
+func describeGPUs(gpus []gpuhealv1.GPURef) string {
+	names := make([]string, 0, len(gpus))
+	for _, g := range gpus {
+		names = append(names, fmt.Sprintf("GPU %d", g.Index))
+	}
+	return strings.Join(names, ", ")
+}
+
+func firstPods(pods []string, n int) []string {
+	if len(pods) <= n {
+		return pods
+	}
+	return append(slices.Clone(pods[:n]), fmt.Sprintf("and %d more", len(pods)-n))
 }
 
 // describeCheck is one finished check on one line: "check nccl (NCCL)
@@ -205,7 +258,11 @@ func (v *demoView) describePhase(r *gpuhealv1.NodeRemediation, p gpuhealv1.Phase
 		if r.Status.Replacement != "" {
 			repl = ", replaced by " + r.Status.Replacement
 		}
-		return "\x1b[32m", fmt.Sprintf("RECOVERED in %s from detection (%s%s)", ttr, strings.ToLower(string(r.Status.Action)), repl)
+		action := strings.ToLower(string(r.Status.Action))
+		if r.Status.Action == gpuhealv1.ActionResetGPU {
+			action = "reset-gpu"
+		}
+		return "\x1b[32m", fmt.Sprintf("RECOVERED in %s from detection (%s%s)", ttr, action, repl)
 	case gpuhealv1.PhaseFailed:
 		v.failed++
 		return "\x1b[31m", "FAILED" + msg

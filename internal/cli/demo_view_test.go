@@ -40,3 +40,32 @@ func TestDemoViewPrintsChecksInOrder(t *testing.T) {
 		t.Errorf("lines:\n%s\nwant the check's line %q second, replacing last", out.String(), want)
 	}
 }
+
+// A GPU reset prints the drain's scope once the reset is requested and the
+// agent's answer once it comes, each once.
+func TestDemoViewPrintsTheGPUReset(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	v := newDemoView(nil, &out, t0)
+	r := gpuhealv1.NodeRemediation{ObjectMeta: metav1.ObjectMeta{Name: "n1-a"}}
+	r.Spec.NodeName = "n1"
+	r.Status.EvictedPods = []string{"training/inference-1"}
+	requested := metav1.NewTime(t0.Add(5 * time.Second))
+	r.Status.GPUReset = &gpuhealv1.GPUResetStatus{RequestID: "n1-a-reset-1", GPUs: []gpuhealv1.GPURef{{Index: 1}},
+		RequestedAt: &requested, PartialDrain: true, Outcome: gpuhealv1.GPUResetRunning}
+	v.incidents([]gpuhealv1.NodeRemediation{r})
+	finished := metav1.NewTime(t0.Add(7 * time.Second))
+	r.Status.GPUReset.Outcome, r.Status.GPUReset.FinishedAt = gpuhealv1.GPUResetSucceeded, &finished
+	v.incidents([]gpuhealv1.NodeRemediation{r})
+	v.incidents([]gpuhealv1.NodeRemediation{r})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("printed %d lines, want 2 (the drain, the reset):\n%s", len(lines), out.String())
+	}
+	if want := "partial drain: 1 pod(s) moved off GPU 1 (training/inference-1); the node stays schedulable"; !strings.Contains(lines[0], want) {
+		t.Errorf("first line %q, want it to contain %q", lines[0], want)
+	}
+	if want := "reset GPU 1 SUCCEEDED in 2s"; !strings.Contains(lines[1], want) {
+		t.Errorf("second line %q, want it to contain %q", lines[1], want)
+	}
+}

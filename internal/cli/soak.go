@@ -13,7 +13,7 @@ import (
 
 func newSoakCommand(out io.Writer) *cobra.Command {
 	o := soak.Options{Mode: soak.Live}
-	var compare, gateCompare, noChaos bool
+	var compare, gateCompare, resetCompare, noChaos bool
 	cmd := &cobra.Command{
 		Use:   "soak [--nodes 200] [--duration 1h] [--speed 1] [--compare | --gate-compare]",
 		Short: "Simulated fleet life under chaos; checks gpuheal's invariants",
@@ -33,12 +33,19 @@ the two side by side.
 chaos, without and with the health gate (the agent's checks and an NCCL
 all-reduce), while --latent-share of the GPUs that fall off the bus also
 carry a latent NCCL fault that a reboot keeps; it prints how often a repaired
-node failed again from it, and what the gate cost.`,
+node failed again from it, and what the gate cost.
+
+--reset-compare runs the same fault schedule twice with gpuheal and without
+chaos, with an inference service of one-GPU pods on the nodes training
+leaves free: first with the agent's advice reset-gpu mapped to a reboot,
+then resetting the faulty GPU alone after a partial drain; it prints, for
+the faults a reset repairs, the time back in service, the pods evicted and
+the GPU-hours out of service per incident both ways.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Chaos = !noChaos && !compare && !gateCompare
-			if compare && gateCompare {
-				return errors.New("--compare and --gate-compare: choose one")
+			o.Chaos = !noChaos && !compare && !gateCompare && !resetCompare
+			if n := countTrue(compare, gateCompare, resetCompare); n > 1 {
+				return errors.New("--compare, --gate-compare and --reset-compare: choose one")
 			}
 			o.Out, o.Log = out, logger()
 			if o.BinDir == "" {
@@ -55,6 +62,9 @@ node failed again from it, and what the gate cost.`,
 			o.OwnBinDir = own
 			if gateCompare {
 				return runGateCompare(cmd, out, o)
+			}
+			if resetCompare {
+				return runResetCompare(cmd, out, o)
 			}
 			if !compare {
 				rep, err := soak.Run(cmd.Context(), o)
@@ -101,10 +111,49 @@ node failed again from it, and what the gate cost.`,
 	f.BoolVar(&o.Gate, "gate", false, "the policy has the health gate (agent checks, NCCL all-reduce)")
 	f.Float64Var(&o.LatentShare, "latent-share", 0, "share of the GPUs that fall off the bus that also carry a latent NCCL fault (default 0; 0.3 with --gate-compare)")
 	f.BoolVar(&gateCompare, "gate-compare", false, "run the schedule with gpuheal without and with the health gate, without chaos, and compare")
+	f.BoolVar(&resetCompare, "reset-compare", false, "run the schedule with gpuheal rebooting and resetting the GPU for faults a reset repairs, without chaos, and compare")
+	f.BoolVar(&o.RebootNotReset, "reboot-not-reset", false, "map the agent's advice reset-gpu to a reboot (the baseline of --reset-compare)")
+	f.BoolVar(&o.Inference, "inference", false, "run an inference service of one-GPU pods on the nodes training leaves free")
 	f.BoolVar(&compare, "compare", false, "run the schedule with a manual operator and with gpuheal, without chaos, and compare")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control plane binaries (default: $GPUHEAL_BIN_DIR or <repo>/bin)")
 	f.StringVar(&o.WorkDir, "work-dir", "", "keep logs, audit logs and journals here (default: a temporary directory)")
 	return cmd
+}
+
+// runResetCompare runs one schedule with gpuheal rebooting, then
+// resetting the GPU, for the faults a reset repairs, and prints both and
+// the comparison.
+func runResetCompare(cmd *cobra.Command, out io.Writer, o soak.Options) error {
+	o.Inference = true
+	reboot, reset := o, o
+	reboot.RebootNotReset, reset.RebootNotReset = true, false
+	if o.WorkDir != "" {
+		reboot.WorkDir, reset.WorkDir = o.WorkDir+"/reboot", o.WorkDir+"/reset"
+	}
+	var reps []*soak.Report
+	for _, run := range []soak.Options{reboot, reset} {
+		rep, err := soak.Run(cmd.Context(), run)
+		if err != nil {
+			return err
+		}
+		rep.Print(out)
+		reps = append(reps, rep)
+	}
+	soak.PrintResetComparison(out, reps[0], reps[1])
+	if reps[0].Failed() || reps[1].Failed() {
+		return errors.New("soak: an invariant broke (see FAIL above)")
+	}
+	return nil
+}
+
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // runGateCompare runs one schedule with gpuheal without and with the

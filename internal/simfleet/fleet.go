@@ -88,6 +88,8 @@ type simFleet struct {
 	generations map[string]int // agents started per node, for fresh seeds and files
 	// nonce tells this process's kernel-log files from a previous one's.
 	nonce int64
+	// devices are the nodes' device managers (devicesOf).
+	devices map[string]*deviceManager
 
 	schedule []schedule.ScheduledFault
 	next     int // first schedule entry not handled yet
@@ -287,6 +289,7 @@ func (f *simFleet) start(ctx context.Context, n *kubecore.Node) error {
 		Model:          f.model,
 		Clock:          clock.RealClock{},
 		PublishMetrics: func(h http.Handler) { a.metrics.Store(&h) },
+		PodResources:   f.devicesOf(name, node.UUIDs),
 	}
 
 	agentCtx, cancel := context.WithCancel(ctx)

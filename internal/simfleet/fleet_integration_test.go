@@ -24,7 +24,8 @@ import (
 )
 
 // The sim fleet against the real API server: an agent per GPU node, a
-// fault turns its node's GPU condition False, a reboot (the kwok
+// fault turns its node's GPU condition False and its gpu-faults names the
+// one pod on that GPU, a reboot (the kwok
 // provider's booting label) stops the agent and the next one starts on
 // healthy hardware, and a deleted node loses its agent.
 func TestSimFleetFollowsNodes(t *testing.T) {
@@ -62,11 +63,13 @@ func TestSimFleetFollowsNodes(t *testing.T) {
 	get(t, srv.URL+"/nodes/no-such-node/metrics", http.StatusNotFound)
 
 	sick := names[1]
+	bindGPUPods(ctx, t, env.Client, sick, 5) // pod w3 holds GPU 3 (the sim device manager)
 	dbe, _ := schedule.ClassNamed("hbm3-dbe")
 	f.mu.Lock()
 	f.injectLocked(f.agents[sick], dbe, 3, schedule.Injection{Index: -1, Slot: sick, Class: dbe.Name})
 	f.mu.Unlock()
 	waitGPUCondition(ctx, t, env.Client, sick, corev1.ConditionFalse)
+	waitGPUFaults(ctx, t, env.Client, sick, 3, "default/"+sick+"-w3")
 
 	// The fleet process restarts (the agents with it): the machine is in
 	// the same boot, so its GPU is still broken.

@@ -39,6 +39,12 @@ type Options struct {
 	Chaos bool
 	// Gate puts the health gate (testenv.HealthGate) in the policy.
 	Gate bool
+	// RebootNotReset maps the agent's advice reset-gpu to a reboot, as
+	// before gpuheal reset single GPUs (the baseline of --reset-compare).
+	RebootNotReset bool
+	// Inference runs a service of one-GPU pods on the nodes the training
+	// jobs leave free, so that a partial drain has pods to leave alone.
+	Inference bool
 	// LatentShare of the GPUs that fall off the bus carry a latent NCCL
 	// fault too, which a reboot keeps and only the gate's check finds.
 	LatentShare float64
@@ -78,6 +84,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("chaos needs the live mode: it is the controller that must survive it")
 	case o.LatentShare < 0 || o.LatentShare > 1:
 		return fmt.Errorf("--latent-share %v: want 0 to 1", o.LatentShare)
+	case o.RebootNotReset && o.Mode != Live:
+		return fmt.Errorf("--reboot-not-reset needs the live mode: it is the controller's policy")
 	case o.Gate && o.Mode != Live:
 		return fmt.Errorf("the health gate needs the live mode: it is the controller that runs it")
 	case o.FaultsPerMinute < 0:

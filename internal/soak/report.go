@@ -49,6 +49,7 @@ type Report struct {
 	MaxInFlight   int
 	Samples, Miss int
 	Gate          GateFigures
+	Reset         ResetFigures
 }
 
 // Failed reports whether any invariant broke.
@@ -136,6 +137,7 @@ func (r *run) report(ctx context.Context, s *sampler, chaos *chaosMonkey, settle
 	rep.MaxInFlight, rep.Samples, rep.Miss = s.maxActive, s.samples, s.miss
 	overflows, open, margin, pdbSeen, fps := s.overflows, s.breakerOpen, s.pdbMargin, s.pdbSeen, s.footprints
 	rep.Gate = gateFigures(injections, rems.Items, s.placed, r.opts.Speed)
+	rep.Reset = resetFigures(rems.Items, r.opts.Speed)
 	s.mu.Unlock()
 	if chaos != nil {
 		chaos.mu.Lock()
@@ -224,6 +226,10 @@ func (r *Report) Print(w io.Writer) {
 		for _, f := range g.FalseFailures[:min(5, len(g.FalseFailures))] {
 			fmt.Fprintf(w, "  %s\n", f)
 		}
+	}
+	if g := r.Reset; g.Incidents > 0 {
+		fmt.Fprintf(w, "faults a GPU reset repairs: %d incidents, %d repaired without a reboot; resets %s; detection to back in service %s\n",
+			g.Incidents, g.RebootsAvoided, formatCounts(g.Resets), distribution(g.TimeToRecover))
 	}
 	fmt.Fprintln(w, "invariants:")
 	for _, inv := range r.Invariants {

@@ -3,8 +3,10 @@ package soak
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
@@ -125,6 +128,11 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 	if err := testenv.TrainingFleet(ctx, c, nodePrefix, o.Nodes, namespace, jobs...); err != nil {
 		return err
 	}
+	if o.Inference {
+		if err := inferenceService(ctx, c, o.Nodes); err != nil {
+			return err
+		}
+	}
 	if o.Mode != Live {
 		return nil
 	}
@@ -132,6 +140,10 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 	parallel := intstr.FromInt(o.maxParallel())
 	twenty := intstr.FromString("20%")
 	timeout := metav1.Duration{Duration: 10 * time.Minute}
+	var actions []gpuhealv1.ActionRule
+	if o.RebootNotReset {
+		actions = []gpuhealv1.ActionRule{{RecommendedAction: string(finding.ActionResetGPU), Action: gpuhealv1.ActionReboot}}
+	}
 	var gate *gpuhealv1.ValidationSpec
 	if o.Gate {
 		gate = testenv.HealthGate()
@@ -150,8 +162,43 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 			Provider:     "kwok",
 			RecoveryHold: &metav1.Duration{Duration: p.recoveryHold},
 			Validation:   gate,
+			Actions:      actions,
 		},
 	})
+}
+
+// inferenceService runs inferencePodsPerNode one-GPU pods on every node
+// the training jobs left free, one Deployment per node (pinned, so that
+// each node's GPUs serve several pods).
+func inferenceService(ctx context.Context, c client.Client, nodes int) error {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing the training pods: %w", err)
+	}
+	used := map[string]bool{}
+	for _, p := range pods.Items {
+		used[p.Spec.NodeName] = true
+	}
+	var names []string
+	for i := range nodes {
+		node := testenv.NodeName(nodePrefix, i)
+		if used[node] {
+			continue
+		}
+		name := "inference-" + strconv.Itoa(i)
+		if err := testenv.CreateGPUWorkloadOn(ctx, c, namespace, name, inferencePodsPerNode, 1, node); err != nil {
+			return err
+		}
+		names = append(names, name)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for _, name := range names {
+		if err := testenv.WaitWorkloadRunning(waitCtx, c, namespace, name, inferencePodsPerNode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // quiesce waits, after the last fault, until every fault has an incident

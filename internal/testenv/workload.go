@@ -25,7 +25,18 @@ const WorkloadLabel = "gpuheal.io/workload"
 // Deployment controller and the scheduler) to get pods, and kwok to run
 // them.
 func CreateGPUWorkload(ctx context.Context, c client.Client, namespace, name string, replicas int32, gpusPerPod int64) error {
+	return CreateGPUWorkloadOn(ctx, c, namespace, name, replicas, gpusPerPod, "")
+}
+
+// CreateGPUWorkloadOn is CreateGPUWorkload with every pod on one node
+// (none: anywhere): an inference service of one-GPU pods sharing a node,
+// whose GPUs fail one at a time.
+func CreateGPUWorkloadOn(ctx context.Context, c client.Client, namespace, name string, replicas int32, gpusPerPod int64, node string) error {
 	labels := map[string]string{WorkloadLabel: name}
+	var selector map[string]string
+	if node != "" {
+		selector = map[string]string{corev1.LabelHostname: node}
+	}
 	gpus := *resource.NewQuantity(gpusPerPod, resource.DecimalSI)
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
@@ -44,6 +55,7 @@ func CreateGPUWorkload(ctx context.Context, c client.Client, namespace, name str
 					}},
 					// Kwok pods stop at once; a real trainer checkpoints.
 					TerminationGracePeriodSeconds: new(int64),
+					NodeSelector:                  selector,
 				},
 			},
 		},

@@ -25,7 +25,7 @@ func TestConditionTypes(t *testing.T) {
 		{"default", nil, "--condition-types=gpuheal",
 			[]string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy},
 			[]string{v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady}},
-		{"eks", []string{"--set", "agent.conditionTypes=eks"}, "--condition-types=eks",
+		{"eks", []string{"--set", "agent.conditionTypes=eks", "--set", "remediationPolicy.create=false"}, "--condition-types=eks",
 			[]string{v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady},
 			[]string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy}},
 	} {
@@ -76,6 +76,12 @@ func TestControllerAlone(t *testing.T) {
 	}
 	if _, err := runHelm(t, "template", "gpuheal", chartDir(t), "--set", "agent.enabled=false"); err == nil || !strings.Contains(err.Error(), "controllerNodeSelector") {
 		t.Errorf("agent.enabled=false with the agent's label as the controller's node selector: err %v, want a failure naming controllerNodeSelector", err)
+	}
+	// EKS names for EKS's or Karpenter's repair, and gpuheal's policy
+	// beside them: two repairers of one node. The chart refuses it.
+	if _, err := runHelm(t, "template", "gpuheal", chartDir(t), "--set", "agent.conditionTypes=eks"); err == nil ||
+		!strings.Contains(err.Error(), "remediationPolicy.create=false") {
+		t.Errorf("agent.conditionTypes=eks with the chart's policy: err %v, want a failure naming remediationPolicy.create=false", err)
 	}
 	if _, err := runHelm(t, "template", "gpuheal", chartDir(t), "--set", "agent.conditionTypes=EKS"); err == nil {
 		t.Error("agent.conditionTypes=EKS rendered; want the schema to refuse it")

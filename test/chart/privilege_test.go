@@ -22,7 +22,8 @@ import (
 func TestAgentLeastPrivilege(t *testing.T) {
 	allowedHostPaths := map[string]bool{
 		"/proc": false, "/dev": false, "/dev/kmsg": false, "/var/log": false, // read-only
-		"/var/lib/gpuheal": true, // written: kernel-log position, fatal findings
+		"/var/lib/kubelet/pod-resources": false, // read-only: the kubelet's socket
+		"/var/lib/gpuheal":               true,  // written: kernel-log position, fatal findings
 	}
 	for _, vs := range valueSets {
 		if vs.driverRoot != "" {

@@ -62,6 +62,17 @@ func TestDemo(t *testing.T) {
 		return strings.Contains(s, "gpu-node-0001    check nccl (NCCL) FAILED: ") && strings.Contains(s, "floor 350 GB/s") &&
 			strings.Contains(s, "(replace, replaced by gpu-node-0001-")
 	})
+	// The double-bit error on the inference node's GPU 1: only the pod on
+	// that GPU moves, the node is never cordoned, the GPU is reset.
+	testproc.EventuallyTrue(t, 3*time.Minute, "the inference node's GPU 1 is reset after a partial drain", func() bool {
+		return resetNode(out.String()) != ""
+	})
+	node := resetNode(out.String())
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 3 && f[2] == node && strings.HasPrefix(f[3], "cordoned") {
+			t.Errorf("the reset node %s was cordoned: %s", node, l)
+		}
+	}
 	waitHTTP(t, "http://"+controller+"/status/api/fleet", 10*time.Second)
 
 	// Ctrl-C in a terminal reaches the demo's process group.
@@ -81,6 +92,28 @@ func TestDemo(t *testing.T) {
 	testproc.EventuallyTrue(t, 20*time.Second, "no process left with "+workDir+" in its command line", func() bool {
 		return len(processesMentioning(workDir)) == 0
 	})
+}
+
+// resetNode is the node of the demo's output whose GPU 1 was reset after
+// a partial drain that moved one pod and which then recovered, or "".
+func resetNode(out string) string {
+	drained, reset := map[string]bool{}, map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		node, what := f[2], strings.Join(f[3:], " ")
+		switch {
+		case strings.HasPrefix(what, "partial drain: 1 pod(s) moved off GPU 1 "):
+			drained[node] = true
+		case strings.HasPrefix(what, "reset GPU 1 SUCCEEDED") && drained[node]:
+			reset[node] = true
+		case strings.HasPrefix(what, "RECOVERED in ") && strings.Contains(what, "(reset-gpu)") && reset[node]:
+			return node
+		}
+	}
+	return ""
 }
 
 // processesMentioning lists live processes whose command line contains s.

@@ -131,6 +131,13 @@ func (a *clusterAgent) exitedErr() error {
 // the library is found only under --driver-root, if at all.
 func startClusterAgent(t *testing.T, args ...string) *clusterAgent {
 	t.Helper()
+	return startClusterAgentEnv(t, nil, args...)
+}
+
+// startClusterAgentEnv is startClusterAgent with env (KEY=value, e.g.
+// the stand-in library's GPUHEAL_NVML_STUB_MODE) added.
+func startClusterAgentEnv(t *testing.T, env []string, args ...string) *clusterAgent {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	base := []string{"--gpu-backend=nvml", "--kmsg-path=", "--state-dir=" + t.TempDir(), "--host-root=" + t.TempDir(),
 		"--log-format=json", "--interval=1s", "--call-timeout=500ms", "--metrics-address=127.0.0.1:0", "--predictor=off"}
@@ -140,6 +147,7 @@ func startClusterAgent(t *testing.T, args ...string) *clusterAgent {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second

@@ -153,4 +153,10 @@ and a tag, or a digest. (list $ .Values.agent.image) */}}
 {{- if lt (int .Values.controller.replicas) 1 -}}
 {{- fail "controller.replicas must be at least 1" -}}
 {{- end -}}
+{{- /* With the EKS names EKS node auto repair or Karpenter's node repair
+act on the agent's conditions; gpuheal's policy beside them would be a
+second repairer of the same node (both act on Ready too). */ -}}
+{{- if and .Values.agent.enabled (eq .Values.agent.conditionTypes "eks") .Values.remediationPolicy.create -}}
+{{- fail "agent.conditionTypes=eks hands repair to EKS node auto repair or Karpenter's node repair; set remediationPolicy.create=false with it, or keep agent.conditionTypes=gpuheal for gpuheal to repair (two systems would repair one node; docs/install.md, \"Living beside other remediators\")" -}}
+{{- end -}}
 {{- end -}}

@@ -52,7 +52,9 @@ type Conditions struct {
 	// "" for none), valid once advisedKnown.
 	advised      string
 	advisedKnown bool
-	wake         chan struct{}
+	// faults is the gpu-faults annotation (SetGPUFaults).
+	faults gpuFaults
+	wake   chan struct{}
 	// observer sees the outcome of each sync (ObserveSync).
 	observer func(error)
 
@@ -164,7 +166,7 @@ func (p *Conditions) Run(ctx context.Context) {
 }
 
 // sync patches what changed since the last success. The advice (the
-// recommended-actions annotation) leads a condition turning unhealthy and
+// recommended-actions annotation) and the GPU fault report lead a condition turning unhealthy and
 // trails it turning healthy, so that whoever sees an unhealthy condition
 // finds its advice: the metadata patch with the advice of both the old
 // and the new conditions comes first, the conditions next, and the advice
@@ -187,12 +189,12 @@ func (p *Conditions) sync(ctx context.Context) error {
 		}
 	}
 	shown := slices.Collect(maps.Values(p.published))
-	healthy, warnings := p.healthy, p.warnings
+	healthy, warnings, faults := p.healthy, p.warnings, p.faults
 	p.mu.Unlock()
 
 	advice := recommendedActions(wanted)
 	metaErr := p.joinTaint(ctx)
-	if err := p.patchMetadata(ctx, healthy, warnings, mergeAdvice(recommendedActions(shown), advice)); metaErr == nil {
+	if err := p.patchMetadata(ctx, healthy, warnings, mergeAdvice(recommendedActions(shown), advice), leadingFaults(faults)); metaErr == nil {
 		metaErr = err
 	}
 	if len(changed) > 0 {
@@ -211,7 +213,7 @@ func (p *Conditions) sync(ctx context.Context) error {
 	if metaErr != nil {
 		return metaErr
 	}
-	return p.patchMetadata(ctx, healthy, warnings, advice)
+	return p.patchMetadata(ctx, healthy, warnings, advice, faults.wanted)
 }
 
 // wanted is every condition the node should show; p.mu must be held.

@@ -69,10 +69,11 @@ func reasonOrDefault(s analyzer.ConditionStatus) string {
 }
 
 // patchMetadata writes the gpu-healthy-count label and the active-warnings,
-// recommended-actions and agent-checks annotations in one merge patch,
-// when any of them differs from what the node shows (the checks report
-// also when it is due again, checksDue).
-func (p *Conditions) patchMetadata(ctx context.Context, healthy, warnings int, advice map[string]string) error {
+// recommended-actions, gpu-faults and agent-checks annotations in one
+// merge patch, when any of them differs from what the node shows (the
+// checks report also when it is due again, checksDue). faults is the
+// gpu-faults JSON, "" for none.
+func (p *Conditions) patchMetadata(ctx context.Context, healthy, warnings int, advice map[string]string, faults string) error {
 	advised := ""
 	if len(advice) > 0 {
 		b, err := json.Marshal(advice)
@@ -84,7 +85,8 @@ func (p *Conditions) patchMetadata(ctx context.Context, healthy, warnings int, a
 	now := p.clock.Now()
 	p.mu.Lock()
 	checks := p.checksDue(now)
-	same := healthy == p.labelled && warnings == p.warned && p.advisedKnown && advised == p.advised && checks == nil
+	same := healthy == p.labelled && warnings == p.warned && p.advisedKnown && advised == p.advised && checks == nil &&
+		p.faults.known && faults == p.faults.shown
 	p.mu.Unlock()
 	if same {
 		return nil
@@ -96,9 +98,14 @@ func (p *Conditions) patchMetadata(ctx context.Context, healthy, warnings int, a
 	if advised != "" {
 		adviceValue = advised
 	}
+	var faultsValue any // nil removes the annotation
+	if faults != "" {
+		faultsValue = faults
+	}
 	annotations := map[string]any{
 		v1alpha1.AnnotationActiveWarnings:     strconv.Itoa(warnings),
 		v1alpha1.AnnotationRecommendedActions: adviceValue,
+		v1alpha1.AnnotationGPUFaults:          faultsValue,
 	}
 	if checks != nil {
 		b, err := json.Marshal(checks)
@@ -120,6 +127,7 @@ func (p *Conditions) patchMetadata(ctx context.Context, healthy, warnings int, a
 	}
 	p.mu.Lock()
 	p.labelled, p.warned, p.advised, p.advisedKnown = healthy, warnings, advised, true
+	p.faults.shown, p.faults.known = faults, true
 	if checks != nil {
 		p.shownChecks, p.shownAt = checks, now
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -29,9 +30,9 @@ var update = flag.Bool("update", false, "rewrite the golden Node of the wire con
 const wireGolden = "../../../api/v1alpha1/testdata/agent-node.json"
 
 // TestAgentWritesTheWireGolden runs the real Node writers (conditions,
-// advice, labels, warnings, risk, the checks report) for a node with a
-// GPU to replace, a kernel to reboot and a predicted failure, and
-// compares the Node.
+// advice, labels, warnings, risk, the checks report, the GPU fault
+// report) for a node with a GPU to replace, a kernel to reboot and a
+// predicted failure, and compares the Node.
 func TestAgentWritesTheWireGolden(t *testing.T) {
 	checkWireGolden(t, v1alpha1.ConditionTypesGPUHeal, wireGolden)
 }
@@ -64,6 +65,12 @@ func checkWireGolden(t *testing.T, set, golden string) {
 		{Type: v1alpha1.ConditionGPUHealKernelHealthy, Status: analyzer.StatusFalse, Reason: "KernelOops",
 			Message: "kernel oops in nvidia module", Action: finding.ActionReboot, LastTransitionTime: since},
 	}, 7, 3)
+	if err := p.SetGPUFaults(&v1alpha1.GPUFaultReport{Time: metav1.NewTime(since), GPUs: []v1alpha1.GPUFault{{
+		GPURef: v1alpha1.GPURef{Index: 3, UUID: "GPU-3c2a1f9e-7b4d-4e21-9a0c-5d6e7f8a9b0c", BusID: "00000000:3B:00.0"},
+		Reason: "XID79", Action: string(finding.ActionReplace), Pods: []string{"ml/train-3"}, Sharing: v1alpha1.GPUSharingExclusive,
+	}}}); err != nil {
+		t.Fatal(err)
+	}
 	p.SetExtra(analyzer.ConditionStatus{Type: v1alpha1.ConditionGPUFailurePredicted, Status: analyzer.StatusTrue,
 		Reason: v1alpha1.ReasonGPUFailurePredicted, Message: "GPU 5: failure predicted", Action: finding.ActionNone,
 		LastTransitionTime: since})

@@ -11,7 +11,11 @@ package nvml
 // when absent: the GPU then reads as "cannot tell", as for NOT_SUPPORTED.
 //
 // Drivers from R470 on are covered; every other call the backend makes
-// is older than R470 (GetRemappedRows, the newest, came with R460).
+// is older than R470: the newest of them, nvmlDeviceGetRemappedRows and
+// the MIG queries, came with R450 (NVML API 11.0, the header CUDA 11.0
+// ships; R450 is CUDA 11.0's driver branch). Source: NVIDIA/go-nvml
+// commit 695db45, "Publish bindings for v11.0 of the NVML API", whose
+// nvml.h declares both.
 const (
 	symClocksEventReasons = "nvmlDeviceGetCurrentClocksEventReasons" // R535; "throttle reasons" before
 	symFabricInfo         = "nvmlDeviceGetGpuFabricInfo"             // after R470, for Hopper's NVLink fabric

@@ -1,0 +1,153 @@
+//go:build integration
+
+package remediation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/poll"
+	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
+)
+
+const testDRADriver = "gpu.example.com"
+
+func testGPUUUID(i int) string { return fmt.Sprintf("GPU-00000000-0000-0000-0000-00000000000%d", i) }
+
+// TestDeviceTaintRuleKeepsTheSchedulerOffTheGPU: on a real API server with
+// the real kube-scheduler, a DRA driver publishes a node's 8 GPUs; the
+// controller's DeviceTaintRule for GPU 3 keeps a claim that needs exactly
+// that GPU from being allocated, while a claim for 7 GPUs is allocated the
+// other seven; once the rule is removed the first claim is allocated too.
+func TestDeviceTaintRuleKeepsTheSchedulerOffTheGPU(t *testing.T) {
+	t.Parallel()
+	testcluster.RequireBinaries(t, true, true)
+	env := testcluster.Start(t, testenv.Options{Kwok: true, Workloads: true})
+	c := env.Client
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	nodes, err := testenv.CreateGPUNodes(ctx, c, "dra", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.WaitNodesReady(ctx, c, nodes); err != nil {
+		t.Fatal(err)
+	}
+	node := nodes[0]
+	mustNil(t, c.Create(ctx, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: testDRADriver},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.driver == %q", testDRADriver)}}}}}))
+	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
+		Spec: resourcev1.ResourceSliceSpec{Driver: testDRADriver, NodeName: &node,
+			Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}}}
+	for i := range 8 {
+		uuid, index := testGPUUUID(i), int64(i)
+		slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i),
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				deviceAttributeUUID: {StringValue: &uuid}, "index": {IntValue: &index}}})
+	}
+	mustNil(t, c.Create(ctx, slice))
+
+	nr := &v1alpha1.NodeRemediation{ObjectMeta: metav1.ObjectMeta{Name: node + "-0badc0de"}}
+	nr.Spec.NodeName, nr.Spec.Trigger.Reason = node, "NvidiaDoubleBitError"
+	rules, err := taintGPUDevices(ctx, c, c, nr, []v1alpha1.GPURef{{Index: 3, UUID: testGPUUUID(3)}})
+	if err != nil || len(rules) != 1 {
+		t.Fatalf("taint rules %v, %v; want one", rules, err)
+	}
+	var rule resourcev1.DeviceTaintRule
+	mustNil(t, c.Get(ctx, client.ObjectKey{Name: rules[0]}, &rule))
+	if d := rule.Spec.DeviceSelector; d == nil || *d.Device != "gpu-3" || *d.Pool != node || rule.Spec.Taint.Effect != resourcev1.DeviceTaintEffectNoSchedule {
+		t.Fatalf("rule %+v, want NoSchedule on %s/gpu-3", rule.Spec, node)
+	}
+
+	claimPod(t, ctx, c, node, "wants-gpu3", resourcev1.ExactDeviceRequest{DeviceClassName: testDRADriver,
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.attributes[%q].uuid == %q", testDRADriver, testGPUUUID(3))}}}})
+	claimPod(t, ctx, c, node, "wants-seven", resourcev1.ExactDeviceRequest{DeviceClassName: testDRADriver,
+		AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 7})
+
+	seven := waitAllocated(t, ctx, c, "wants-seven")
+	if len(seven) != 7 || slices.Contains(seven, "gpu-3") {
+		t.Errorf("the 7-GPU claim got %v, want seven devices without the tainted gpu-3", seven)
+	}
+	mustNil(t, poll.Until(ctx, "wants-gpu3 unschedulable", 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		var p corev1.Pod
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "wants-gpu3"}, &p); err != nil {
+			return false, err
+		}
+		if p.Spec.NodeName != "" {
+			return false, fmt.Errorf("scheduled onto %s with GPU 3 tainted", p.Spec.NodeName)
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+				return true, nil
+			}
+		}
+		return false, nil
+	}))
+
+	mustNil(t, untaintGPUDevices(ctx, c, nr.Name))
+	var left resourcev1.DeviceTaintRuleList
+	mustNil(t, c.List(ctx, &left))
+	if len(left.Items) != 0 {
+		t.Fatalf("%d device taint rules left after the incident", len(left.Items))
+	}
+	// The 7-GPU claim holds the other seven: GPU 3 is the one left.
+	if got := waitAllocated(t, ctx, c, "wants-gpu3"); len(got) != 1 || got[0] != "gpu-3" {
+		t.Errorf("after the rule's removal the claim got %v, want [gpu-3]", got)
+	}
+}
+
+// claimPod creates a ResourceClaim of one request and a pod on node that
+// uses it.
+func claimPod(t *testing.T, ctx context.Context, c client.Client, node, name string, req resourcev1.ExactDeviceRequest) {
+	t.Helper()
+	mustNil(t, c.Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &req}}}}}))
+	claim := name
+	mustNil(t, c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.PodSpec{
+			NodeSelector:   map[string]string{corev1.LabelHostname: node},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim}},
+			Containers: []corev1.Container{{Name: "c", Image: "trainer:sim",
+				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
+		}}))
+}
+
+// waitAllocated waits until the claim is allocated and returns its devices.
+func waitAllocated(t *testing.T, ctx context.Context, c client.Client, name string) []string {
+	t.Helper()
+	var devices []string
+	mustNil(t, poll.Until(ctx, "claim "+name+" allocated", 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		var claim resourcev1.ResourceClaim
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &claim); err != nil {
+			return false, err
+		}
+		if claim.Status.Allocation == nil {
+			return false, nil
+		}
+		devices = devices[:0]
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			devices = append(devices, r.Device)
+		}
+		return true, nil
+	}))
+	return devices
+}
+
+func mustNil(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
