@@ -14,6 +14,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/agent/predictor"
 	"github.com/gpuheal/gpuheal/internal/gpu"
+	"github.com/gpuheal/gpuheal/internal/gpureset"
 	"github.com/gpuheal/gpuheal/internal/kmsg"
 	"github.com/gpuheal/gpuheal/internal/podresources"
 )
@@ -42,6 +43,9 @@ type Deps struct {
 	// Options.HostRoot, except for the sim backend, whose node is not the
 	// host (a sim fleet sets each simulated node's own).
 	BootID string
+	// GPUReset is the GPU tool single-GPU resets run with; nil picks it
+	// from the backend (the sim node, else nvidia-smi; gpureset.go).
+	GPUReset gpureset.Device
 	// PodResources answers which pods hold which GPUs (the kubelet's
 	// pod-resources socket; a sim fleet's device manager); nil reports
 	// every faulty GPU's pods as unknown.

@@ -31,6 +31,9 @@ type driverGate struct {
 	// released is read without mu by the health side, which must not wait
 	// for a snapshot in flight.
 	released atomic.Bool
+	// resetting: the backend is released for a GPU reset (gpureset.go),
+	// apart from the upgrade state, which must not reopen it.
+	resetting atomic.Bool
 }
 
 func newDriverGate(src gpu.Source, open func() (gpu.Source, error), log *slog.Logger) *driverGate {
@@ -44,6 +47,9 @@ func (g *driverGate) Snapshot(ctx context.Context) (*gpu.NodeSnapshot, error) {
 	defer g.mu.Unlock()
 	if g.released.Load() {
 		return nil, fmt.Errorf("GPU backend released while the GPU Operator upgrades the driver (%s=%s)", v1alpha1.LabelNvidiaDriverUpgradeState, g.state)
+	}
+	if g.resetting.Load() {
+		return nil, errReleasedForReset
 	}
 	if g.src == nil {
 		src, err := g.open()
@@ -69,7 +75,7 @@ func (g *driverGate) Close() error {
 
 // paused reports whether the driver is released: reads fail on purpose
 // and say nothing about the GPUs.
-func (g *driverGate) paused() bool { return g.released.Load() }
+func (g *driverGate) paused() bool { return g.released.Load() || g.resetting.Load() }
 
 // setState applies the node's upgrade state ("" when it has no label).
 func (g *driverGate) setState(state string) {

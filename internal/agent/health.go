@@ -32,6 +32,10 @@ type healthLoop struct {
 	snap    *gpu.NodeSnapshot
 	pending []finding.Finding
 	wake    chan struct{}
+	// forget are GPUs (bus IDs) reset since the last evaluation, whose
+	// problems from before the reset the next one drops (forgetGPU).
+	forget      []string
+	forgetHooks []func(bus string)
 }
 
 func newHealthLoop(e *analyzer.Engine, onResult func(analyzer.Result, int)) *healthLoop {
@@ -76,6 +80,38 @@ func (h *healthLoop) reloaded(rs *analyzer.RuleSet) {
 	}
 }
 
+// lastSnapshot is the latest snapshot handed to the loop (nil before the
+// first, or after a failed read).
+func (h *healthLoop) lastSnapshot() *gpu.NodeSnapshot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.snap
+}
+
+// onForget registers fn to run with each GPU forgetGPU forgets (the
+// fatal-finding journal drops its findings, so a restart does not replay
+// them).
+func (h *healthLoop) onForget(fn func(bus string)) {
+	h.mu.Lock()
+	h.forgetHooks = append(h.forgetHooks, fn)
+	h.mu.Unlock()
+}
+
+// forgetGPU drops what the loop knows of the GPU at bus from before now
+// (its pending findings, the engine's problems, the journal's findings)
+// and evaluates at once: the GPU was reset and verified.
+func (h *healthLoop) forgetGPU(bus string) {
+	h.mu.Lock()
+	h.pending = slices.DeleteFunc(h.pending, func(f finding.Finding) bool { return f.GPU == bus })
+	h.forget = append(h.forget, bus)
+	hooks := slices.Clone(h.forgetHooks)
+	h.mu.Unlock()
+	for _, fn := range hooks {
+		fn(bus)
+	}
+	h.poke()
+}
+
 func (h *healthLoop) poke() {
 	select {
 	case h.wake <- struct{}{}:
@@ -93,9 +129,12 @@ func (h *healthLoop) run(ctx context.Context) {
 		case <-h.wake:
 		}
 		h.mu.Lock()
-		snap, findings, before := h.snap, h.pending, h.before
-		h.pending = nil
+		snap, findings, forget, before := h.snap, h.pending, h.forget, h.before
+		h.pending, h.forget = nil, nil
 		h.mu.Unlock()
+		for _, bus := range forget {
+			h.engine.ForgetGPU(bus)
+		}
 		r := h.engine.Evaluate(snap, findings)
 		if before != nil {
 			before(ctx, snap, r)

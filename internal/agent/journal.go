@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/gpuheal/gpuheal/internal/finding"
@@ -62,6 +63,19 @@ func openJournal(dir, boot string) (*findingJournal, []finding.Finding, error) {
 	return j, append([]finding.Finding(nil), f.Findings...), nil
 }
 
+// forgetGPU drops the findings of the GPU at bus (it was reset and
+// verified) and writes the journal.
+func (j *findingJournal) forgetGPU(bus string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := len(j.list)
+	j.list = slices.DeleteFunc(j.list, func(f finding.Finding) bool { return f.GPU == bus })
+	if len(j.list) == n {
+		return nil
+	}
+	return j.writeLocked()
+}
+
 // record adds a fatal finding and writes the journal (temp file + rename,
 // so a crash leaves the old or the new journal, never half of one).
 func (j *findingJournal) record(f finding.Finding) error {
@@ -74,6 +88,10 @@ func (j *findingJournal) record(f finding.Finding) error {
 	if len(j.list) > j.max {
 		j.list = append(j.list[:0:0], j.list[len(j.list)-j.max:]...)
 	}
+	return j.writeLocked()
+}
+
+func (j *findingJournal) writeLocked() error {
 	data, err := json.Marshal(journalFile{BootID: j.boot, Findings: j.list})
 	if err != nil {
 		return err

@@ -41,6 +41,9 @@ type kmsgMonitor struct {
 	statsFn func() kmsg.Stats
 	pos     kmsg.Position
 	saved   kmsg.Position
+	// journal keeps the fatal findings of this boot (nil without a
+	// state directory); a verified GPU reset drops that GPU's.
+	journal *findingJournal
 }
 
 // savePositionEvery bounds how often the position is written while only

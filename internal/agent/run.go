@@ -145,6 +145,9 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		// value), which stays only while the Node names none.
 		go watchOwnNode(ctx, kube, o.NodeName, &expected, gate, o.Interval, time.Minute, log)
 	}
+	if err := startGPUResets(ctx, o, d, src, gate, health, c, exp, clk, log); err != nil {
+		return err
+	}
 
 	if o.KmsgPath != "" {
 		fromKernel := onFinding
@@ -157,6 +160,7 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		if err != nil {
 			return err
 		}
+		health.onForget(mon.forgetJournaled)
 		health.onReload(func(rs *analyzer.RuleSet) {
 			cat, err := xidCatalog(o, rs.XIDOverrides)
 			if err != nil {
@@ -282,7 +286,7 @@ func startKmsgMonitor(ctx context.Context, o *Options, exp *exporter.Exporter, o
 		}
 	}
 	mon := &kmsgMonitor{path: o.KmsgPath, stateDir: o.StateDir, bootIDPath: kmsg.DefaultBootIDPath,
-		catalog: cat, catalogs: make(chan xid.Catalog, 1), poll: o.KmsgPoll, log: log}
+		catalog: cat, catalogs: make(chan xid.Catalog, 1), poll: o.KmsgPoll, log: log, journal: journal}
 	km := newKmsgMetrics(mon)
 	mon.onFinding = func(f finding.Finding) {
 		km.observe(f)

@@ -105,6 +105,24 @@ func (e *Engine) Reset() {
 	}
 }
 
+// ForgetGPU forgets every problem of the GPU at bus (a normalized PCI
+// address), latched or not, as Reset does for the whole node: the GPU was
+// reset and verified, so its findings from before (a contained Xid 94, the
+// kernel log's Xid 48) describe a state it no longer has. Its state rules
+// re-evaluate from the next snapshot; a fault that remains comes back.
+func (e *Engine) ForgetGPU(bus string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, rs := range e.rules {
+		for k := range rs.probs {
+			if k.gpu == bus {
+				delete(rs.probs, k)
+			}
+		}
+	}
+	delete(e.prev, bus)
+}
+
 // gpuKey identifies a GPU across snapshots: its PCI address survives a
 // board swap in the same slot and is what kernel-log findings carry.
 func gpuKey(g *gpu.GPUSnapshot) string {

@@ -284,6 +284,7 @@ func (f *simFleet) start(ctx context.Context, n *kubecore.Node) error {
 	o.PushGateway = ""
 	deps := agent.Deps{
 		Source:         &closingSource{Source: newSMIChaosSource(node, f.dir, name, f.agent.CallTimeout), extra: logFile},
+		GPUReset:       node, // the sim node resets its GPUs itself
 		Kube:           f.kube,
 		Model:          f.model,
 		Clock:          clock.RealClock{},

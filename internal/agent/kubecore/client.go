@@ -2,6 +2,8 @@ package kubecore
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,3 +68,34 @@ var statusScheme = func() *runtime.Scheme {
 	metav1.AddToGroupVersion(s, groupVersion)
 	return s
 }()
+
+// WatchClient is c for watches that outlast c's request timeout: the
+// timeout of c's HTTP client (10s from NewClient) bounds a whole
+// response, so it would cut every watch with an error. The copy shares
+// c's transport (credentials, user agent) and rate limiter; the caller
+// bounds each watch with a context and the server's timeoutSeconds. ok
+// is false when c is not a client-go RESTClient and keeps its timeout.
+func WatchClient(c rest.Interface) (_ rest.Interface, ok bool) {
+	rc, isREST := c.(*rest.RESTClient)
+	if !isREST || rc.Client == nil {
+		return c, false
+	}
+	if rc.Client.Timeout == 0 {
+		return c, true
+	}
+	hc := *rc.Client
+	hc.Timeout = 0
+	u := rc.Get().URL()
+	base := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(u.Path, "/api/v1")}
+	content := rest.ClientContentConfig{
+		AcceptContentTypes: "application/json",
+		ContentType:        "application/json",
+		GroupVersion:       groupVersion,
+		Negotiator:         runtime.NewClientNegotiator(serializer.NewCodecFactory(statusScheme).WithoutConversion(), groupVersion),
+	}
+	w, err := rest.NewRESTClient(base, "/api/v1", content, rc.GetRateLimiter(), &hc)
+	if err != nil {
+		return c, false
+	}
+	return w, true
+}

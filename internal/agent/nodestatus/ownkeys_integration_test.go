@@ -80,6 +80,7 @@ func TestAgentMayChangeOnlyWhatItOwns(t *testing.T) {
 		{"the golden's labels and annotations", "", types.MergePatchType, string(meta)},
 		{"the golden's conditions", "status", types.StrategicMergePatchType, string(conds)},
 		{"removing its advice", "", types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, v1alpha1.AnnotationRecommendedActions)},
+		{"its GPU reset answer", "", types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:"{\"requestID\":\"r-reset-1\",\"outcome\":\"Running\"}"}}}`, v1alpha1.AnnotationGPUReset)},
 	}
 	for _, w := range allowed {
 		if err := patch(o, a, w.sub, w.typ, w.body); err != nil {

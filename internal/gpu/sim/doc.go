@@ -50,6 +50,12 @@
 // and Run apply entries whose time has come (Snapshot and ApplyDue also
 // surface latent faults whose load time has come).
 //
+// ResetGPU, SetPersistenceMode and GPUProcesses make the node the GPU tool
+// of a single-GPU reset (internal/gpureset's Device), answering as
+// nvidia-smi does; a reset clears what a real one clears and keeps the
+// board's history and latent faults (gpureset.go). Reset is the node's
+// reboot.
+//
 // DCGMDiag, NCCLAllReduce and NVBandwidth print what `dcgmi diag -r N -j`,
 // nccl-tests' all_reduce_perf and nvbandwidth would print on the node now,
 // in their real formats and at most MaxCheckOutput bytes (checks.go).

@@ -39,7 +39,11 @@ type gpuState struct {
 
 	recovery gpu.RecoveryAction
 	pending  []gpu.XidEvent // delivered once, by the next snapshot
-	totals   map[uint64]uint64
+	// persistOff: persistence mode turned off (for a reset); resets
+	// counts the single-GPU resets (gpureset.go).
+	persistOff bool
+	resets     int
+	totals     map[uint64]uint64
 }
 
 type linkState struct {
@@ -162,7 +166,7 @@ func (n *Node) gpuSnapshot(g *gpuState, tick uint64) gpu.GPUSnapshot {
 		s.ResetRequired = gpu.Bool(ra == gpu.RecoveryGPUReset || ra == gpu.RecoveryDrainAndReset)
 		s.DrainAndResetRecommended = gpu.Bool(ra == gpu.RecoveryDrainAndReset)
 	}
-	s.PersistenceMode = gpu.Bool(true)
+	s.PersistenceMode = gpu.Bool(!g.persistOff)
 	s.MIGEnabled = gpu.Bool(false)
 	if m.fabric && n.nvswitch {
 		// The GPU keeps its fabric registration when the fabric manager
