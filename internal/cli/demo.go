@@ -281,13 +281,15 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 var demoLatentSlot = testenv.NodeName(demoNodePrefix, 1)
 
 // writeDemoSchedule plants those faults for the sim fleet (the random mix
-// goes on beside them): the latent one, and a double-bit error on the
-// inference node's GPU demoResetGPU.
+// goes on beside them): the latent one, and first a double-bit error on
+// the inference node's GPU demoResetGPU.
 func writeDemoSchedule(path, resetNode string) error {
 	return schedule.WriteSchedule(path, []schedule.ScheduledFault{
 		{At: 0, Slot: demoLatentSlot, Class: "latent-nccl-bandwidth", GPU: 3},
-		{At: 5 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
-		{At: 10 * time.Second, Slot: resetNode, Class: "hbm3-dbe", GPU: demoResetGPU},
+		{At: time.Second, Slot: resetNode, Class: "hbm3-dbe", GPU: demoResetGPU},
+		// After the reset has ended at every --speed up to 8, so that a
+		// small demo's breaker (20% of 8 nodes is one) does not hold it.
+		{At: 12 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
 	})
 }
 

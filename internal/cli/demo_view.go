@@ -171,11 +171,22 @@ func (v *demoView) checkResults(r *gpuhealv1.NodeRemediation) []viewLine {
 
 // resetLines are the lines of the incident's GPU reset not printed yet:
 // which pods the drain moved once the reset is requested, and the agent's
-// answer once it came.
+// answer once it came. They are timed by the incident's phases (to the
+// microsecond; the request's and answer's own times are whole seconds):
+// entering Resetting, and the phase the answer led to.
 func (v *demoView) resetLines(r *gpuhealv1.NodeRemediation) []viewLine {
 	g := r.Status.GPUReset
 	if g == nil || g.RequestedAt == nil {
 		return nil
+	}
+	asked, answered := g.RequestedAt.Time, time.Time{}
+	for i, p := range r.Status.Phases {
+		if p.Phase == gpuhealv1.PhaseResetting {
+			asked = p.Time.Time
+			if i+1 < len(r.Status.Phases) {
+				answered = r.Status.Phases[i+1].Time.Time
+			}
+		}
 	}
 	var lines []viewLine
 	gpus := describeGPUs(g.GPUs)
@@ -185,21 +196,18 @@ func (v *demoView) resetLines(r *gpuhealv1.NodeRemediation) []viewLine {
 			what = fmt.Sprintf("partial drain: %d pod(s) moved off %s (%s); the node stays schedulable",
 				len(r.Status.EvictedPods), gpus, strings.Join(firstPods(r.Status.EvictedPods, 3), ", "))
 		}
-		lines = append(lines, viewLine{g.RequestedAt.Time, "\x1b[33m", r.Spec.NodeName, what})
+		lines = append(lines, viewLine{asked.Add(-time.Microsecond), "\x1b[33m", r.Spec.NodeName, what})
 		v.resets[r.Name] = 1
 	}
-	if v.resets[r.Name] < 2 && g.Outcome != "" && g.Outcome != gpuhealv1.GPUResetRunning {
-		at, color := g.RequestedAt.Time, "\x1b[32m"
-		what := "reset " + gpus + " " + strings.ToUpper(g.Outcome)
-		if g.FinishedAt != nil {
-			at = g.FinishedAt.Time
-			what += " in " + g.FinishedAt.Sub(g.RequestedAt.Time).Round(100*time.Millisecond).String()
-		}
+	if v.resets[r.Name] < 2 && g.Outcome != "" && g.Outcome != gpuhealv1.GPUResetRunning && !answered.IsZero() {
+		color := "\x1b[32m"
+		what := fmt.Sprintf("reset %s %s in %s", gpus, strings.ToUpper(g.Outcome), answered.Sub(asked).Round(time.Millisecond))
 		if g.Outcome != gpuhealv1.GPUResetSucceeded {
 			color = "\x1b[31m"
 			what += " (" + g.Reason + ": " + shorten(g.Message, 80) + "); rebooting instead"
 		}
-		lines = append(lines, viewLine{at, color, r.Spec.NodeName, what})
+		// Before the phase it led to.
+		lines = append(lines, viewLine{answered.Add(-time.Microsecond), color, r.Spec.NodeName, what})
 		v.resets[r.Name] = 2
 	}
 	return lines

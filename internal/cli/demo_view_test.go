@@ -53,19 +53,26 @@ func TestDemoViewPrintsTheGPUReset(t *testing.T) {
 	requested := metav1.NewTime(t0.Add(5 * time.Second))
 	r.Status.GPUReset = &gpuhealv1.GPUResetStatus{RequestID: "n1-a-reset-1", GPUs: []gpuhealv1.GPURef{{Index: 1}},
 		RequestedAt: &requested, PartialDrain: true, Outcome: gpuhealv1.GPUResetRunning}
+	r.Status.Phases = []gpuhealv1.PhaseTransition{
+		{Phase: gpuhealv1.PhaseResetting, Time: metav1.NewMicroTime(t0.Add(5*time.Second + 100*time.Millisecond))},
+	}
 	v.incidents([]gpuhealv1.NodeRemediation{r})
-	finished := metav1.NewTime(t0.Add(7 * time.Second))
+	finished := metav1.NewTime(t0.Add(5 * time.Second))
 	r.Status.GPUReset.Outcome, r.Status.GPUReset.FinishedAt = gpuhealv1.GPUResetSucceeded, &finished
+	r.Status.Phases = append(r.Status.Phases, gpuhealv1.PhaseTransition{Phase: gpuhealv1.PhaseVerifying,
+		Time: metav1.NewMicroTime(t0.Add(5*time.Second + 350*time.Millisecond))})
 	v.incidents([]gpuhealv1.NodeRemediation{r})
 	v.incidents([]gpuhealv1.NodeRemediation{r})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("printed %d lines, want 2 (the drain, the reset):\n%s", len(lines), out.String())
+	if len(lines) != 4 {
+		t.Fatalf("printed %d lines, want 4 (the drain, resetting, the reset, verifying):\n%s", len(lines), out.String())
 	}
-	if want := "partial drain: 1 pod(s) moved off GPU 1 (training/inference-1); the node stays schedulable"; !strings.Contains(lines[0], want) {
-		t.Errorf("first line %q, want it to contain %q", lines[0], want)
+	if want := "partial drain: 1 pod(s) moved off GPU 1 (training/inference-1); the node stays schedulable"; !strings.Contains(lines[0], want) || !strings.Contains(lines[1], "resetting") {
+		t.Errorf("lines:\n%s\nwant %q first, resetting second", out.String(), want)
 	}
-	if want := "reset GPU 1 SUCCEEDED in 2s"; !strings.Contains(lines[1], want) {
-		t.Errorf("second line %q, want it to contain %q", lines[1], want)
+	// Timed by the phases, to the millisecond, and printed before the
+	// phase it led to.
+	if want := "reset GPU 1 SUCCEEDED in 250ms"; !strings.Contains(lines[2], want) || !strings.Contains(lines[3], "verifying") {
+		t.Errorf("lines:\n%s\nwant %q third, verifying last", out.String(), want)
 	}
 }
