@@ -89,6 +89,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&imgNCCL, "check-image-nccl", remediation.DefaultCheckImageNCCL, "image of NCCL checks that name none (run as: all_reduce_perf -b 8 -e 8G -f 2 -g GPUS)")
 	fs.StringVar(&imgNVB, "check-image-nvbandwidth", "", "image of NVBandwidth checks that name none (run as: nvbandwidth -t device_to_device_memcpy_read_ce); empty: such checks end as Error")
 	fs.StringVar(&ck.JobsManagedBy, "check-jobs-managed-by", "", "spec.managedBy of the check Jobs, for a controller other than Kubernetes' own Job controller to run them (a simulated fleet); empty: the built-in one")
+	devicePlugins := fs.StringArray("device-plugin-selector", remediation.DefaultDevicePluginSelectors, "label selector of NVIDIA's device plugin pods, restarted on a node after a GPU reset so that the plugin advertises the GPU again (repeat for several; --device-plugin-selector= alone: never restart)")
 	var releaseController string
 	fs.BoolVar(&o.release, "release", false, "instead of running: stop the controller (--release-controller), end open incidents and uncordon every node gpuheal cordoned, then exit (the chart's uninstall hook)")
 	fs.StringVar(&releaseController, "release-controller", "", "with --release: the controller Deployment NAMESPACE/NAME to scale to zero first")
@@ -128,6 +129,17 @@ func parseOptions(args []string) (*options, error) {
 	if err := ck.Validate(); err != nil {
 		return nil, err
 	}
+	var specs []string
+	for _, s := range *devicePlugins {
+		if s != "" {
+			specs = append(specs, s)
+		}
+	}
+	sels, err := remediation.ParseDevicePluginSelectors(specs)
+	if err != nil {
+		return nil, fmt.Errorf("--device-plugin-selector: %w", err)
+	}
+	c.DevicePlugins = sels
 	if releaseController != "" {
 		ns, name, ok := strings.Cut(releaseController, "/")
 		if !ok || ns == "" || name == "" {
@@ -135,7 +147,6 @@ func parseOptions(args []string) (*options, error) {
 		}
 		o.releaseOpts.Controller = types.NamespacedName{Namespace: ns, Name: name}
 	}
-	var err error
 	if p.Enabled, err = remediation.ParseProviders(providers); err != nil {
 		return nil, fmt.Errorf("--providers: %w", err)
 	}

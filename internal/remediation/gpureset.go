@@ -410,6 +410,11 @@ func (r *remediationReconciler) resetVerifying(ctx context.Context, in *incident
 		if err := r.uncordon(ctx, in); err != nil {
 			return ctrl.Result{}, err
 		}
+		restarted, err := r.restartDevicePlugin(ctx, in)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		msg += devicePluginNote(restarted)
 		r.recovered(ctx, in, in.nr.Spec.NodeName)
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseSucceeded, v1alpha1.ReasonGPUReset, msg)
 	}

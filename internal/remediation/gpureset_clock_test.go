@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -569,5 +571,63 @@ func TestGPUResetLostAnswerThenRestart(t *testing.T) {
 					n, countKind(recs, audit.ResetFinished), len(e.prov.CallsTo(fake.MethodReboot)), e.podExists("default", "other"))
 			}
 		})
+	}
+}
+
+// TestGPUResetRestartsTheDevicePlugin: NVIDIA's device plugin never
+// advertises a GPU it marked unhealthy again, so after a verified reset of
+// a node whose allocatable is short, the controller deletes the plugin's
+// DaemonSet pod on that node, and no other pod; with another GPU still
+// faulty it leaves the plugin alone.
+func TestGPUResetRestartsTheDevicePlugin(t *testing.T) {
+	for _, otherFaulty := range []bool{false, true} {
+		e, node := resetScene(t, nil, exclusiveFault("default/train-a"))
+		sels, err := ParseDevicePluginSelectors(DefaultDevicePluginSelectors)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.opts.DevicePlugins = sels
+		e.restart()
+		yes := true
+		for _, name := range []string{"nvidia-device-plugin-abcde", "dcgm-exporter-abcde"} {
+			app := map[string]string{"nvidia-device-plugin-abcde": "nvidia-device-plugin-daemonset", "dcgm-exporter-abcde": "nvidia-dcgm-exporter"}[name]
+			e.create(&corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "gpu-operator", Name: name, Labels: map[string]string{"app": app},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: app, UID: "ds-" + types.UID(app), Controller: &yes}}},
+				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "main", Image: "plugin"}}},
+			})
+		}
+		// The plugin took the faulty GPU out of the node's allocatable.
+		n, _ := e.node(node)
+		n.Status.Capacity = corev1.ResourceList{v1alpha1.ResourceNvidiaGPU: resource.MustParse("8")}
+		n.Status.Allocatable = corev1.ResourceList{v1alpha1.ResourceNvidiaGPU: resource.MustParse("7")}
+		if err := e.c.Status().Update(e.ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		nr := e.only(node)
+		e.step(time.Second)
+		e.answerReset(node, e.succeeded(nr))
+		if otherFaulty {
+			other := exclusiveFault()
+			other.Index, other.UUID, other.BusID = 5, "GPU-55555555", "00000000:9A:00.0"
+			e.reportFaults(node, other)
+		} else {
+			e.reportFaults(node)
+		}
+		e.healGPU(node)
+		e.step(time.Minute)
+		nr = e.only(node)
+		if nr.Status.Phase != v1alpha1.PhaseSucceeded {
+			t.Fatalf("otherFaulty=%v: phase %s (%s), want Succeeded", otherFaulty, nr.Status.Phase, nr.Status.Message)
+		}
+		if got := e.podExists("gpu-operator", "nvidia-device-plugin-abcde"); got != otherFaulty {
+			t.Errorf("otherFaulty=%v: device plugin pod exists = %v, want %v", otherFaulty, got, otherFaulty)
+		}
+		if !e.podExists("gpu-operator", "dcgm-exporter-abcde") {
+			t.Errorf("otherFaulty=%v: the DCGM exporter pod was deleted", otherFaulty)
+		}
+		if restarted := contains(nr.Status.Message, "restarted the device plugin"); restarted == otherFaulty {
+			t.Errorf("otherFaulty=%v: message %q", otherFaulty, nr.Status.Message)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -53,6 +54,9 @@ type remediationReconciler struct {
 	retention time.Duration
 	// checks: how the health gate runs its Job checks (ControllerOptions.Checks).
 	checks CheckOptions
+	// devicePlugins select the device plugin's pods, restarted after a
+	// reset (deviceplugin.go).
+	devicePlugins []labels.Selector
 }
 
 // newRemediationReconciler is the state machine with o's clock, providers,
@@ -62,6 +66,7 @@ func newRemediationReconciler(c client.Client, reader client.Reader, recorder ev
 	return &remediationReconciler{
 		client: c, reader: reader, recorder: cleanEvents{recorder}, clock: o.Clock,
 		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self, retention: o.IncidentRetention, checks: o.Checks,
+		devicePlugins: o.DevicePlugins,
 		fleet:       &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
 		causeOpened: map[string]v1alpha1.CauseBreaker{},
 	}

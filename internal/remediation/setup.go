@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -74,6 +75,10 @@ type ControllerOptions struct {
 	// PreflightEvery is how often each policy's provider proves that it
 	// can act (default DefaultPreflightEvery, jittered).
 	PreflightEvery time.Duration
+	// DevicePlugins select NVIDIA's device plugin pods, which the
+	// controller restarts after a GPU reset so that they advertise the
+	// GPU again (none: never restarted).
+	DevicePlugins []labels.Selector
 	// Checks configures the health gate's Job checks: their namespace,
 	// default images and managedBy.
 	Checks CheckOptions
