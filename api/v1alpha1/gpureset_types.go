@@ -16,10 +16,13 @@ import (
 // GPUResetSpec configures the ResetGPU action of a policy.
 type GPUResetSpec struct {
 	// Timeout bounds the wait for the agent's answer once the reset is
-	// requested; past it the incident escalates to a reboot.
+	// requested; past it the incident escalates to a reboot. The agent
+	// itself takes at most 30s for the GPU's processes to go, 60s per GPU
+	// reset and 30s to verify: the default covers one GPU; a node that
+	// resets several at once needs 1m more for each.
 	// +kubebuilder:default="3m"
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="must be a duration of at least 10s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be a duration of at least 1m (the agent alone may take 2m for one GPU)"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// PartialDrain evicts only the pods that hold the faulty GPUs, as the

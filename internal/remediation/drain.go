@@ -129,6 +129,9 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 	if done, res, err := r.cancelIfMoot(ctx, in); done {
 		return res, err
 	}
+	if _, why := outgrown(in); why != "" {
+		return r.escalateReset(ctx, in, why)
+	}
 	plan, err := r.planDrain(ctx, in)
 	if err != nil {
 		return ctrl.Result{}, err

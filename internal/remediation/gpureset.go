@@ -74,6 +74,41 @@ func (r *remediationReconciler) decideReset(in *incident) resetDecision {
 		why: fmt.Sprintf("for %s, a fault a GPU reset repairs; %s", faultNames(reset), st.DrainScope)}
 }
 
+// outgrown says, while the incident drains for, waits on or verifies a
+// reset, whether the agent's report now names a GPU that needs more than
+// a reset (a second fault, on another GPU or the same): the reset cannot
+// repair the node, and it goes to a reboot, or a replacement when advised,
+// at once instead of after the reset's timeout.
+func outgrown(in *incident) (replace bool, why string) {
+	if in.node == nil || in.nr.Status.Action != v1alpha1.ActionResetGPU {
+		return false, ""
+	}
+	raw, ok := in.node.Annotations[v1alpha1.AnnotationGPUFaults]
+	if !ok {
+		return false, ""
+	}
+	rep, err := parseGPUFaults(raw)
+	if err != nil {
+		return false, "" // the answer and the Verifying wait decide
+	}
+	var reboot, repl []v1alpha1.GPUFault
+	for _, g := range rep.GPUs {
+		switch finding.Action(g.Action) {
+		case finding.ActionReplace:
+			repl = append(repl, g)
+		case finding.ActionReboot:
+			reboot = append(reboot, g)
+		}
+	}
+	switch {
+	case len(repl) > 0:
+		return true, faultNames(repl) + " now needs a replacement, which a GPU reset cannot give"
+	case len(reboot) > 0:
+		return false, faultNames(reboot) + " now needs a reboot, which a GPU reset cannot give"
+	}
+	return false, ""
+}
+
 // drainScope says whether the reset may evict only the GPUs' own pods:
 // the policy allows it and every GPU is handed whole to its pods, as the
 // agent read them from the kubelet. Otherwise the other pods of the node
@@ -202,6 +237,9 @@ func (r *remediationReconciler) resetting(ctx context.Context, in *incident) (ct
 	g := in.nr.Status.GPUReset
 	if g == nil || g.RequestID == "" || g.RequestedAt == nil {
 		return r.escalateReset(ctx, in, "the incident is Resetting without a recorded request")
+	}
+	if _, why := outgrown(in); why != "" {
+		return r.escalateReset(ctx, in, why)
 	}
 	if in.node != nil {
 		rep, problem := resetAnswer(in.node, g)
@@ -380,6 +418,9 @@ func (r *remediationReconciler) escalateReset(ctx context.Context, in *incident,
 // rebooted it the policy's rebootsBeforeReplace times within its window;
 // how says so.
 func (r *remediationReconciler) rebootOrReplace(ctx context.Context, in *incident) (v1alpha1.Action, string, error) {
+	if replace, why := outgrown(in); replace {
+		return v1alpha1.ActionReplace, " (" + why + ")", nil
+	}
 	p := in.policy
 	items, err := incidentsOf(ctx, r.client, in.nr.Spec.NodeName)
 	if err != nil {
@@ -400,6 +441,9 @@ func (r *remediationReconciler) resetVerifying(ctx context.Context, in *incident
 		return ctrl.Result{}, r.finish(ctx, in, v1alpha1.PhaseCancelled, v1alpha1.ReasonNodeDeleted, "the node was deleted after its GPU reset")
 	}
 	g := in.nr.Status.GPUReset
+	if _, why := outgrown(in); why != "" {
+		return r.escalateReset(ctx, in, why)
+	}
 	healthy, wait := r.healthyFor(in)
 	listed := stillListed(in.node, g.GPUs)
 	if healthy && listed == "" {

@@ -631,3 +631,48 @@ func TestGPUResetRestartsTheDevicePlugin(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUResetOutgrownBySecondFault: while the reset is waited on, the
+// agent's report names another GPU that needs a reboot (or one that needs
+// a replacement): the reset cannot repair the node, so the incident
+// cordons, drains and reboots (replaces) at once, not after the timeout.
+func TestGPUResetOutgrownBySecondFault(t *testing.T) {
+	for _, tc := range []struct {
+		action string
+		want   v1alpha1.Action
+		method string
+	}{
+		{"reboot", v1alpha1.ActionReboot, fake.MethodReboot},
+		{"replace", v1alpha1.ActionReplace, fake.MethodReplace},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			e, node := resetScene(t, nil, exclusiveFault("default/train-a"))
+			second := exclusiveFault()
+			second.Index, second.UUID, second.BusID, second.Reason, second.Action = 5, "GPU-55555555", "00000000:9A:00.0", "XID79", tc.action
+			e.step(5 * time.Second)
+			e.reportFaults(node, exclusiveFault("default/train-a"), second)
+			e.settle()
+			nr := e.only(node)
+			if nr.Status.Action != tc.want {
+				t.Fatalf("action %s phase %s (%s), want %s at once", nr.Status.Action, nr.Status.Phase, nr.Status.Message, tc.want)
+			}
+			if n, _ := e.node(node); !cordoned(n) {
+				t.Errorf("node not cordoned before the %s", tc.action)
+			}
+			if calls := e.prov.CallsTo(tc.method); len(calls) != 1 {
+				t.Errorf("%s calls %+v, want one", tc.method, calls)
+			}
+			if !contains(nr.Status.Message+phaseMessages(nr), "GPU 5") {
+				t.Errorf("no phase says why (GPU 5): %s", phaseMessages(nr))
+			}
+		})
+	}
+}
+
+func phaseMessages(nr v1alpha1.NodeRemediation) string {
+	var b strings.Builder
+	for _, p := range nr.Status.Phases {
+		b.WriteString(string(p.Phase) + ": " + p.Message + "\n")
+	}
+	return b.String()
+}

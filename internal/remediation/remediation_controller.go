@@ -201,12 +201,14 @@ func (r *remediationReconciler) announce(ctx context.Context, in *incident, phas
 
 // finish ends the incident and counts it.
 func (r *remediationReconciler) finish(ctx context.Context, in *incident, phase v1alpha1.Phase, reason, message string) error {
+	// A GPU reset's DRA device taint ends with its incident, before the
+	// incident is recorded as over (a failed delete is retried); whatever
+	// the incident became, since a decision lost with a refused write may
+	// have tainted a device before it was decided again.
+	if err := untaintGPUDevices(ctx, r.client, in.nr.Name); err != nil {
+		return err
+	}
 	if in.nr.Status.GPUReset != nil {
-		// A GPU reset's DRA device taint ends with its incident, before
-		// the incident is recorded as over (a failed delete is retried).
-		if err := untaintGPUDevices(ctx, r.client, in.nr.Name); err != nil {
-			return err
-		}
 		// A request still unanswered is closed with the incident, so an
 		// agent that has not taken it yet never will.
 		if g := in.nr.Status.GPUReset; g.RequestedAt != nil && g.Outcome == "" {
