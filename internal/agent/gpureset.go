@@ -264,7 +264,11 @@ func (r *gpuResets) answerInterrupted(ctx context.Context) {
 	}
 }
 
-func (r *gpuResets) selector() string { return v1alpha1.LabelNode + "=" + r.node }
+// selector picks the node's incidents by the controller's label, whose
+// value is the node name cut and hashed past 63 characters.
+func (r *gpuResets) selector() string {
+	return v1alpha1.LabelNode + "=" + v1alpha1.NodeLabelValue(r.node)
+}
 
 // list reads the node's incidents and offers each; it returns the list's
 // resourceVersion to watch from.

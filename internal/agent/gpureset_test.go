@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,5 +149,20 @@ func TestWatchClientLiftsTheRequestTimeout(t *testing.T) {
 	}
 	if got := kube.(*rest.RESTClient).Client.Timeout; got != 10*time.Second {
 		t.Errorf("the agent's client timeout became %v", got)
+	}
+}
+
+// A node name longer than a label value may be is cut and hashed in the
+// controller's label; the agent's selector must use that value, or it
+// never sees its own incidents.
+func TestGPUResetsSelectorUsesTheLabelValue(t *testing.T) {
+	long := "gpu-node-" + strings.Repeat("a", 70) + ".example.internal"
+	r := &gpuResets{node: long}
+	want := v1alpha1.LabelNode + "=" + v1alpha1.NodeLabelValue(long)
+	if got := r.selector(); got != want {
+		t.Errorf("selector %q, want %q", got, want)
+	}
+	if v := strings.TrimPrefix(r.selector(), v1alpha1.LabelNode+"="); len(v) > 63 {
+		t.Errorf("selector value of %d characters, more than a label value allows", len(v))
 	}
 }
