@@ -389,8 +389,10 @@ func (r *gpuResets) offer(ctx context.Context, nr *v1alpha1.NodeRemediation) {
 		final.Message = "the agent stopped during the reset: " + res.Message
 	}
 	if res.Outcome == v1alpha1.GPUResetSucceeded {
-		for _, g := range r.targetBuses(req.GPUs) {
-			r.forget(g)
+		// The buses the procedure resolved before the reset: the health
+		// loop's snapshot may be gone by now (a collection failed).
+		for _, bus := range res.Buses {
+			r.forget(bus)
 		}
 	}
 	if err := r.journal.finish(&final); err != nil {
@@ -406,24 +408,6 @@ func (r *gpuResets) offer(ctx context.Context, nr *v1alpha1.NodeRemediation) {
 		defer cancel()
 	}
 	r.publish(pctx, &final)
-}
-
-// targetBuses are the bus IDs of the reset GPUs, as the snapshot the
-// request was checked against names them.
-func (r *gpuResets) targetBuses(refs []v1alpha1.GPURef) []string {
-	snap := r.before()
-	var out []string
-	for _, ref := range refs {
-		if snap == nil {
-			break
-		}
-		for _, g := range snap.GPUs {
-			if g.Index == int(ref.Index) {
-				out = append(out, g.PCIBusID)
-			}
-		}
-	}
-	return out
 }
 
 // badRequest says what is wrong with a request before it is taken.

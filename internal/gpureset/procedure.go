@@ -72,6 +72,10 @@ type Result struct {
 	Reason  string
 	Message string
 	Steps   []v1alpha1.GPUResetStep
+	// Buses are the bus IDs of the requested GPUs as resolved against the
+	// snapshot before the reset (nil when they could not be): the GPUs
+	// whose old findings a successful reset lets the agent forget.
+	Buses []string
 }
 
 // failure ends the procedure with a reason.
@@ -93,7 +97,7 @@ func (p *Procedure) Run(ctx context.Context, gpus []v1alpha1.GPURef, before *gpu
 		r.clk = clock.RealClock{}
 	}
 	err := r.all(ctx, gpus, before)
-	res := Result{Outcome: v1alpha1.GPUResetSucceeded, Steps: r.steps}
+	res := Result{Outcome: v1alpha1.GPUResetSucceeded, Steps: r.steps, Buses: r.buses}
 	if err != nil {
 		res.Outcome = v1alpha1.GPUResetFailed
 		var f *failure
@@ -112,6 +116,7 @@ type run struct {
 	p     *Procedure
 	clk   clock.PassiveClock
 	steps []v1alpha1.GPUResetStep
+	buses []string // the targets' bus IDs, once all are resolved
 }
 
 func (r *run) step(name string, ok bool, format string, a ...any) {
@@ -137,6 +142,9 @@ func (r *run) all(ctx context.Context, refs []v1alpha1.GPURef, before *gpu.NodeS
 			return r.stepErr(StepFabric, err)
 		}
 		targets[i] = g
+	}
+	for _, g := range targets {
+		r.buses = append(r.buses, g.PCIBusID)
 	}
 	for _, g := range targets {
 		ok, why := FabricAllows(before, g)

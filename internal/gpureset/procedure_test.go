@@ -112,6 +112,9 @@ func TestResetSucceeds(t *testing.T) {
 	if released != 0 {
 		t.Errorf("NVML released %d times more than reopened", released)
 	}
+	if !slices.Equal(r.Buses, []string{bus3}) {
+		t.Errorf("resolved buses %v, want [%s]", r.Buses, bus3)
+	}
 }
 
 // Every way a reset fails names its reason, stops at its step, and still
