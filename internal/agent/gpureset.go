@@ -189,12 +189,19 @@ func resetToolPath(o *Options) (string, []string) {
 	return filepath.Join(root, "usr/bin/nvidia-smi"), env
 }
 
-// releaseForReset closes the backend for a reset (an open NVML handle is
-// a client of the GPU, and the reset is refused while one is) and pauses
-// the health rules, as during a driver upgrade; the returned function
-// lets the next read open it again.
-func (g *driverGate) releaseForReset() func() {
+// releaseForReset closes the backend for a reset of the GPUs at buses (an
+// open NVML handle is a client of the GPU, and the reset is refused while
+// one is) and pauses the health rules' reading of the GPUs; findings of
+// the reset GPUs are dropped until it ends (dropWhilePaused), those of
+// the others still count. The returned function lets the next read open
+// the backend again.
+func (g *driverGate) releaseForReset(buses []string) func() {
+	set := make(map[string]bool, len(buses))
+	for _, b := range buses {
+		set[b] = true
+	}
 	g.mu.Lock()
+	g.resetBuses.Store(&set)
 	g.resetting.Store(true)
 	if g.src != nil {
 		if err := g.src.Close(); err != nil {
@@ -203,7 +210,10 @@ func (g *driverGate) releaseForReset() func() {
 		g.src = nil
 	}
 	g.mu.Unlock()
-	return func() { g.resetting.Store(false) }
+	return func() {
+		g.resetting.Store(false)
+		g.resetBuses.Store(nil)
+	}
 }
 
 // forgetJournaled drops a reset GPU's findings from the fatal-finding

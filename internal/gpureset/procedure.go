@@ -52,8 +52,8 @@ type Procedure struct {
 	// Release stops gpuheal's own NVML use of the GPUs (an open NVML
 	// handle counts as a client and the reset is refused) and returns
 	// the function that reopens it; nil when the backend holds nothing
-	// (the sim).
-	Release func() (reopen func())
+	// (the sim). buses are the GPUs about to be reset.
+	Release func(buses []string) (reopen func())
 	// Snapshot reads the node's GPUs afresh, for the verification.
 	Snapshot func(ctx context.Context) (*gpu.NodeSnapshot, error)
 	Clock    clock.PassiveClock
@@ -157,7 +157,7 @@ func (r *run) all(ctx context.Context, refs []v1alpha1.GPURef, before *gpu.NodeS
 	reopened := true
 	reopen := func() {}
 	if r.p.Release != nil {
-		reopen, reopened = r.p.Release(), false
+		reopen, reopened = r.p.Release(r.buses), false
 		r.step(StepRelease, true, "gpuheal's NVML use of the node's GPUs stopped")
 	}
 	doReopen := func() {
