@@ -34,6 +34,8 @@ type driverGate struct {
 	// resetting: the backend is released for a GPU reset (gpureset.go),
 	// apart from the upgrade state, which must not reopen it.
 	resetting atomic.Bool
+	// resetBuses are the GPUs being reset while resetting (nil else).
+	resetBuses atomic.Pointer[map[string]bool]
 }
 
 func newDriverGate(src gpu.Source, open func() (gpu.Source, error), log *slog.Logger) *driverGate {
@@ -73,8 +75,8 @@ func (g *driverGate) Close() error {
 	return err
 }
 
-// paused reports whether the driver is released: reads fail on purpose
-// and say nothing about the GPUs.
+// paused reports whether the driver is released or the backend closed for
+// a GPU reset: reads fail on purpose and say nothing about the GPUs.
 func (g *driverGate) paused() bool { return g.released.Load() || g.resetting.Load() }
 
 // setState applies the node's upgrade state ("" when it has no label).
@@ -100,12 +102,25 @@ func (g *driverGate) setState(state string) {
 	g.log.Info("driver upgrade in progress: GPU backend released, health rules paused", "state", state)
 }
 
-// dropWhilePaused passes findings on except while the driver is released:
-// unloading a driver logs to the kernel, and those lines are no fault.
+// dropWhilePaused passes findings on except while the driver is released
+// (unloading a driver logs to the kernel, and those lines are no fault)
+// and, during a GPU reset, those of the GPUs being reset (the reset's own
+// artefacts). Another GPU's fault during a reset still counts: it may
+// need its own remedy, and a reset takes up to minutes.
 func (g *driverGate) dropWhilePaused(next func(finding.Finding)) func(finding.Finding) {
 	return func(f finding.Finding) {
-		if !g.paused() {
-			next(f)
+		if g.released.Load() || g.resettingGPU(f.GPU) {
+			return
 		}
+		next(f)
 	}
+}
+
+// resettingGPU says whether the GPU at bus is being reset now.
+func (g *driverGate) resettingGPU(bus string) bool {
+	if bus == "" || !g.resetting.Load() {
+		return false
+	}
+	set := g.resetBuses.Load()
+	return set != nil && (*set)[bus]
 }

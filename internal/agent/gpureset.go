@@ -189,12 +189,19 @@ func resetToolPath(o *Options) (string, []string) {
 	return filepath.Join(root, "usr/bin/nvidia-smi"), env
 }
 
-// releaseForReset closes the backend for a reset (an open NVML handle is
-// a client of the GPU, and the reset is refused while one is) and pauses
-// the health rules, as during a driver upgrade; the returned function
-// lets the next read open it again.
-func (g *driverGate) releaseForReset() func() {
+// releaseForReset closes the backend for a reset of the GPUs at buses (an
+// open NVML handle is a client of the GPU, and the reset is refused while
+// one is) and pauses the health rules' reading of the GPUs; findings of
+// the reset GPUs are dropped until it ends (dropWhilePaused), those of
+// the others still count. The returned function lets the next read open
+// the backend again.
+func (g *driverGate) releaseForReset(buses []string) func() {
+	set := make(map[string]bool, len(buses))
+	for _, b := range buses {
+		set[b] = true
+	}
 	g.mu.Lock()
+	g.resetBuses.Store(&set)
 	g.resetting.Store(true)
 	if g.src != nil {
 		if err := g.src.Close(); err != nil {
@@ -203,7 +210,10 @@ func (g *driverGate) releaseForReset() func() {
 		g.src = nil
 	}
 	g.mu.Unlock()
-	return func() { g.resetting.Store(false) }
+	return func() {
+		g.resetting.Store(false)
+		g.resetBuses.Store(nil)
+	}
 }
 
 // forgetJournaled drops a reset GPU's findings from the fatal-finding
@@ -264,7 +274,11 @@ func (r *gpuResets) answerInterrupted(ctx context.Context) {
 	}
 }
 
-func (r *gpuResets) selector() string { return v1alpha1.LabelNode + "=" + r.node }
+// selector picks the node's incidents by the controller's label, whose
+// value is the node name cut and hashed past 63 characters.
+func (r *gpuResets) selector() string {
+	return v1alpha1.LabelNode + "=" + v1alpha1.NodeLabelValue(r.node)
+}
 
 // list reads the node's incidents and offers each; it returns the list's
 // resourceVersion to watch from.
@@ -385,8 +399,10 @@ func (r *gpuResets) offer(ctx context.Context, nr *v1alpha1.NodeRemediation) {
 		final.Message = "the agent stopped during the reset: " + res.Message
 	}
 	if res.Outcome == v1alpha1.GPUResetSucceeded {
-		for _, g := range r.targetBuses(req.GPUs) {
-			r.forget(g)
+		// The buses the procedure resolved before the reset: the health
+		// loop's snapshot may be gone by now (a collection failed).
+		for _, bus := range res.Buses {
+			r.forget(bus)
 		}
 	}
 	if err := r.journal.finish(&final); err != nil {
@@ -402,24 +418,6 @@ func (r *gpuResets) offer(ctx context.Context, nr *v1alpha1.NodeRemediation) {
 		defer cancel()
 	}
 	r.publish(pctx, &final)
-}
-
-// targetBuses are the bus IDs of the reset GPUs, as the snapshot the
-// request was checked against names them.
-func (r *gpuResets) targetBuses(refs []v1alpha1.GPURef) []string {
-	snap := r.before()
-	var out []string
-	for _, ref := range refs {
-		if snap == nil {
-			break
-		}
-		for _, g := range snap.GPUs {
-			if g.Index == int(ref.Index) {
-				out = append(out, g.PCIBusID)
-			}
-		}
-	}
-	return out
 }
 
 // badRequest says what is wrong with a request before it is taken.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,5 +149,66 @@ func TestWatchClientLiftsTheRequestTimeout(t *testing.T) {
 	}
 	if got := kube.(*rest.RESTClient).Client.Timeout; got != 10*time.Second {
 		t.Errorf("the agent's client timeout became %v", got)
+	}
+}
+
+// A node name longer than a label value may be is cut and hashed in the
+// controller's label; the agent's selector must use that value, or it
+// never sees its own incidents.
+func TestGPUResetsSelectorUsesTheLabelValue(t *testing.T) {
+	long := "gpu-node-" + strings.Repeat("a", 70) + ".example.internal"
+	r := &gpuResets{node: long}
+	want := v1alpha1.LabelNode + "=" + v1alpha1.NodeLabelValue(long)
+	if got := r.selector(); got != want {
+		t.Errorf("selector %q, want %q", got, want)
+	}
+	if v := strings.TrimPrefix(r.selector(), v1alpha1.LabelNode+"="); len(v) > 63 {
+		t.Errorf("selector value of %d characters, more than a label value allows", len(v))
+	}
+}
+
+// A successful reset forgets the GPU's old findings even when the health
+// loop's snapshot is gone by the time the reset ends (a collection
+// failed meanwhile): the buses come from before the reset.
+func TestGPUResetForgetsTheResetGPUWithoutALaterSnapshot(t *testing.T) {
+	node, err := sim.New(sim.Options{NodeName: "n", GPUs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := node.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(&fakeNRServer{})
+	defer hs.Close()
+	kube, err := kubecore.ClientFor(&rest.Config{Host: hs.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal, _ := openResetJournal("")
+	last := snap
+	var forgotten []string
+	r := &gpuResets{
+		kube: kube, node: "n", log: slog.New(slog.DiscardHandler), clk: clock.RealClock{},
+		before: func() *gpu.NodeSnapshot { return last }, forget: func(bus string) { forgotten = append(forgotten, bus) },
+		journal: journal, metrics: newResetMetrics(), published: map[string]bool{},
+		proc: &gpureset.Procedure{Device: node, Snapshot: func(ctx context.Context) (*gpu.NodeSnapshot, error) {
+			last = nil // the health loop's collection failed during the reset
+			return node.Snapshot(ctx)
+		}},
+	}
+	now := metav1.Now()
+	r.offer(context.Background(), &v1alpha1.NodeRemediation{
+		ObjectMeta: metav1.ObjectMeta{Name: "inc"},
+		Spec:       v1alpha1.NodeRemediationSpec{NodeName: "n"},
+		Status: v1alpha1.NodeRemediationStatus{Phase: v1alpha1.PhaseResetting, GPUReset: &v1alpha1.GPUResetStatus{
+			RequestID: "inc-reset-1", GPUs: []v1alpha1.GPURef{{Index: 1, UUID: snap.GPUs[1].UUID}}, RequestedAt: &now}},
+	})
+	e, _ := journal.lookup("inc-reset-1")
+	if e.Report == nil || e.Report.Outcome != v1alpha1.GPUResetSucceeded {
+		t.Fatalf("journaled answer %+v, want Succeeded", e.Report)
+	}
+	if len(forgotten) != 1 || forgotten[0] != snap.GPUs[1].PCIBusID {
+		t.Errorf("forgot %v, want [%s]", forgotten, snap.GPUs[1].PCIBusID)
 	}
 }

@@ -130,9 +130,11 @@ func (j *resetJournal) unfinished() []resetEntry {
 	return out
 }
 
-// writeLocked replaces the file (temp file, fsync, rename): after a crash
-// it holds the old journal or the new one, and a taken request is on disk
-// before the reset starts.
+// writeLocked replaces the file (temp file, fsync, rename, fsync of the
+// directory): after a crash it holds the old journal or the new one, and
+// a taken request is on disk before the reset starts. Without the
+// directory's fsync the rename itself may be lost to a power cut, and
+// with it the "taken" entry: the agent could then reset twice.
 func (j *resetJournal) writeLocked() error {
 	if j.path == "" {
 		return nil
@@ -158,6 +160,22 @@ func (j *resetJournal) writeLocked() error {
 	}
 	if err := os.Rename(tmp, j.path); err != nil {
 		return fmt.Errorf("replacing %s: %w", j.path, err)
+	}
+	return syncDir(filepath.Dir(j.path))
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("opening %s to sync it: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -84,3 +84,31 @@ func TestResetJournalBoundAndCorruption(t *testing.T) {
 		t.Errorf("in-memory journal: %v", err)
 	}
 }
+
+// The journal's rename is made durable by syncing its directory; a
+// directory that cannot be synced is an error naming it (the request is
+// then refused, not run unjournaled). The entry survives a reopen.
+func TestResetJournalSyncsItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := syncDir(dir); err != nil {
+		t.Fatalf("syncing %s: %v", dir, err)
+	}
+	missing := filepath.Join(dir, "gone")
+	if err := syncDir(missing); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("syncing a missing directory: %v, want an error naming it", err)
+	}
+	j, _ := openResetJournal(dir)
+	if err := j.start("inc-reset-2", nil, metav1.Now()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := openResetJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.lookup("inc-reset-2"); !ok {
+		t.Error("the taken request is gone after a reopen")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ResetJournalFile+".tmp")); err == nil {
+		t.Error("the temporary file was left behind")
+	}
+}

@@ -52,8 +52,8 @@ type Procedure struct {
 	// Release stops gpuheal's own NVML use of the GPUs (an open NVML
 	// handle counts as a client and the reset is refused) and returns
 	// the function that reopens it; nil when the backend holds nothing
-	// (the sim).
-	Release func() (reopen func())
+	// (the sim). buses are the GPUs about to be reset.
+	Release func(buses []string) (reopen func())
 	// Snapshot reads the node's GPUs afresh, for the verification.
 	Snapshot func(ctx context.Context) (*gpu.NodeSnapshot, error)
 	Clock    clock.PassiveClock
@@ -72,6 +72,10 @@ type Result struct {
 	Reason  string
 	Message string
 	Steps   []v1alpha1.GPUResetStep
+	// Buses are the bus IDs of the requested GPUs as resolved against the
+	// snapshot before the reset (nil when they could not be): the GPUs
+	// whose old findings a successful reset lets the agent forget.
+	Buses []string
 }
 
 // failure ends the procedure with a reason.
@@ -93,7 +97,7 @@ func (p *Procedure) Run(ctx context.Context, gpus []v1alpha1.GPURef, before *gpu
 		r.clk = clock.RealClock{}
 	}
 	err := r.all(ctx, gpus, before)
-	res := Result{Outcome: v1alpha1.GPUResetSucceeded, Steps: r.steps}
+	res := Result{Outcome: v1alpha1.GPUResetSucceeded, Steps: r.steps, Buses: r.buses}
 	if err != nil {
 		res.Outcome = v1alpha1.GPUResetFailed
 		var f *failure
@@ -112,6 +116,7 @@ type run struct {
 	p     *Procedure
 	clk   clock.PassiveClock
 	steps []v1alpha1.GPUResetStep
+	buses []string // the targets' bus IDs, once all are resolved
 }
 
 func (r *run) step(name string, ok bool, format string, a ...any) {
@@ -139,6 +144,9 @@ func (r *run) all(ctx context.Context, refs []v1alpha1.GPURef, before *gpu.NodeS
 		targets[i] = g
 	}
 	for _, g := range targets {
+		r.buses = append(r.buses, g.PCIBusID)
+	}
+	for _, g := range targets {
 		ok, why := FabricAllows(before, g)
 		if !ok {
 			return r.stepErr(StepFabric, fail(v1alpha1.ResetReasonNotSupported, "%s", why))
@@ -149,7 +157,7 @@ func (r *run) all(ctx context.Context, refs []v1alpha1.GPURef, before *gpu.NodeS
 	reopened := true
 	reopen := func() {}
 	if r.p.Release != nil {
-		reopen, reopened = r.p.Release(), false
+		reopen, reopened = r.p.Release(r.buses), false
 		r.step(StepRelease, true, "gpuheal's NVML use of the node's GPUs stopped")
 	}
 	doReopen := func() {

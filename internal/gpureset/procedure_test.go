@@ -70,7 +70,7 @@ var gpu3 = []v1alpha1.GPURef{{Index: 3, UUID: "GPU-" + bus3, BusID: "00000000:5D
 func proc(d Device, after *gpu.NodeSnapshot, released *int) *Procedure {
 	return &Procedure{
 		Device:   d,
-		Release:  func() func() { *released++; return func() { *released-- } },
+		Release:  func([]string) func() { *released++; return func() { *released-- } },
 		Snapshot: func(context.Context) (*gpu.NodeSnapshot, error) { return after, nil },
 		// Bounded waits, short: the tests that run them out stay fast.
 		ProcessWait: 30 * time.Millisecond, ResetTimeout: 30 * time.Millisecond, VerifyWait: 30 * time.Millisecond,
@@ -92,7 +92,14 @@ func TestResetSucceeds(t *testing.T) {
 	d := &fakeDevice{pids: [][]int{{4242}, nil}, out: "GPU 00000000:5D:00.0 was successfully reset.\n"}
 	released := 0
 	before := node(func(g *gpu.GPUSnapshot) { g.ECC.VolatileUncorrected = gpu.U64(2); g.ResetRequired = gpu.Bool(true) })
-	r := proc(d, node(nil), &released).Run(context.Background(), gpu3, before)
+	p := proc(d, node(nil), &released)
+	var releasedFor []string
+	release := p.Release
+	p.Release = func(buses []string) func() { releasedFor = buses; return release(buses) }
+	r := p.Run(context.Background(), gpu3, before)
+	if !slices.Equal(releasedFor, []string{bus3}) {
+		t.Errorf("NVML released for %v, want the GPU being reset [%s]", releasedFor, bus3)
+	}
 	if r.Outcome != v1alpha1.GPUResetSucceeded || r.Reason != "" {
 		t.Fatalf("outcome %s %s %q; steps %+v", r.Outcome, r.Reason, r.Message, r.Steps)
 	}
@@ -111,6 +118,9 @@ func TestResetSucceeds(t *testing.T) {
 	}
 	if released != 0 {
 		t.Errorf("NVML released %d times more than reopened", released)
+	}
+	if !slices.Equal(r.Buses, []string{bus3}) {
+		t.Errorf("resolved buses %v, want [%s]", r.Buses, bus3)
 	}
 }
 
