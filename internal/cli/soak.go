@@ -36,7 +36,7 @@ carry a latent NCCL fault that a reboot keeps; it prints how often a repaired
 node failed again from it, and what the gate cost.
 
 --reset-compare runs the same fault schedule twice with gpuheal and without
-chaos, with an inference service of one-GPU pods on the nodes training
+chaos, with an inference service of one-GPU pods on every other node training
 leaves free: first with the agent's advice reset-gpu mapped to a reboot,
 then resetting the faulty GPU alone after a partial drain; it prints, for
 the faults a reset repairs, the time back in service, the pods evicted and
@@ -113,7 +113,7 @@ the GPU-hours out of service per incident both ways.`,
 	f.BoolVar(&gateCompare, "gate-compare", false, "run the schedule with gpuheal without and with the health gate, without chaos, and compare")
 	f.BoolVar(&resetCompare, "reset-compare", false, "run the schedule with gpuheal rebooting and resetting the GPU for faults a reset repairs, without chaos, and compare")
 	f.BoolVar(&o.RebootNotReset, "reboot-not-reset", false, "map the agent's advice reset-gpu to a reboot (the baseline of --reset-compare)")
-	f.BoolVar(&o.Inference, "inference", false, "run an inference service of one-GPU pods on the nodes training leaves free")
+	f.BoolVar(&o.Inference, "inference", false, "run an inference service of one-GPU pods on every other node training leaves free")
 	f.BoolVar(&compare, "compare", false, "run the schedule with a manual operator and with gpuheal, without chaos, and compare")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control plane binaries (default: $GPUHEAL_BIN_DIR or <repo>/bin)")
 	f.StringVar(&o.WorkDir, "work-dir", "", "keep logs, audit logs and journals here (default: a temporary directory)")

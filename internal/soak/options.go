@@ -42,8 +42,9 @@ type Options struct {
 	// RebootNotReset maps the agent's advice reset-gpu to a reboot, as
 	// before gpuheal reset single GPUs (the baseline of --reset-compare).
 	RebootNotReset bool
-	// Inference runs a service of one-GPU pods on the nodes the training
-	// jobs leave free, so that a partial drain has pods to leave alone.
+	// Inference runs a service of one-GPU pods on every other node the
+	// training jobs leave free, so that a partial drain has pods to leave
+	// alone.
 	Inference bool
 	// LatentShare of the GPUs that fall off the bus carry a latent NCCL
 	// fault too, which a reboot keeps and only the gate's check finds.

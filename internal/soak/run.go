@@ -167,9 +167,10 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 	})
 }
 
-// inferenceService runs inferencePodsPerNode one-GPU pods on every node
-// the training jobs left free, one Deployment per node (pinned, so that
-// each node's GPUs serve several pods).
+// inferenceService runs inferencePodsPerNode one-GPU pods on every other
+// node the training jobs left free, one Deployment per node (pinned, so
+// that each node's GPUs serve several pods); the rest stay free for the
+// training pods a drain moves.
 func inferenceService(ctx context.Context, c client.Client, nodes int) error {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
@@ -180,9 +181,13 @@ func inferenceService(ctx context.Context, c client.Client, nodes int) error {
 		used[p.Spec.NodeName] = true
 	}
 	var names []string
+	free := 0
 	for i := range nodes {
 		node := testenv.NodeName(nodePrefix, i)
 		if used[node] {
+			continue
+		}
+		if free++; free%2 == 0 {
 			continue
 		}
 		name := "inference-" + strconv.Itoa(i)

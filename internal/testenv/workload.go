@@ -3,11 +3,13 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -29,8 +31,8 @@ func CreateGPUWorkload(ctx context.Context, c client.Client, namespace, name str
 }
 
 // CreateGPUWorkloadOn is CreateGPUWorkload with every pod on one node
-// (none: anywhere): an inference service of one-GPU pods sharing a node,
-// whose GPUs fail one at a time.
+// (none: anywhere), and then without a PodDisruptionBudget: an inference
+// service of one-GPU pods sharing a node, whose GPUs fail one at a time.
 func CreateGPUWorkloadOn(ctx context.Context, c client.Client, namespace, name string, replicas int32, gpusPerPod int64, node string) error {
 	labels := map[string]string{WorkloadLabel: name}
 	var selector map[string]string
@@ -62,6 +64,11 @@ func CreateGPUWorkloadOn(ctx context.Context, c client.Client, namespace, name s
 	}
 	if err := c.Create(ctx, dep); err != nil {
 		return fmt.Errorf("creating deployment %s/%s: %w", namespace, name, err)
+	}
+	if node != "" {
+		// Pods bound to one node cannot move: a budget would hold every
+		// whole-node drain of it for good.
+		return nil
 	}
 	one := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{
@@ -102,7 +109,10 @@ func workloadState(ctx context.Context, c client.Client, namespace, name string)
 		}
 	}
 	var pdb policyv1.PodDisruptionBudget
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pdb); err != nil {
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pdb); {
+	case apierrors.IsNotFound(err):
+		return running, math.MaxInt32, nil // no budget: any pod may go
+	case err != nil:
 		return running, 0, err
 	}
 	return running, pdb.Status.DisruptionsAllowed, nil
