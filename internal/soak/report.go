@@ -229,7 +229,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if g := r.Reset; g.Incidents > 0 {
 		fmt.Fprintf(w, "faults a GPU reset repairs: %d incidents, %d repaired without a reboot; resets %s; detection to back in service %s\n",
-			g.Incidents, g.RebootsAvoided, formatCounts(g.Resets), distribution(g.TimeToRecover))
+			g.Incidents, g.RebootsAvoided, orNone(formatCounts(g.Resets)), distribution(g.TimeToRecover))
 	}
 	fmt.Fprintln(w, "invariants:")
 	for _, inv := range r.Invariants {

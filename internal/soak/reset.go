@@ -89,7 +89,7 @@ func PrintResetComparison(w io.Writer, reboot, reset *Report) {
 	fmt.Fprintf(w, "  %-52s %16.2f %16.2f\n", "pods evicted per incident, mean", meanInt(a.PodsEvicted), meanInt(b.PodsEvicted))
 	fmt.Fprintf(w, "  %-52s %16.2f %16.2f\n", "GPU-hours out of service per incident", perIncident(a), perIncident(b))
 	fmt.Fprintf(w, "  %-52s %16.1f %16.1f\n", "GPU-hours lost, whole fleet (nodes out of service)", reboot.GPUHoursLost, reset.GPUHoursLost)
-	fmt.Fprintf(w, "  resets: %s\n", formatCounts(b.Resets))
+	fmt.Fprintf(w, "  resets: %s\n", orNone(formatCounts(b.Resets)))
 }
 
 func meanInt(xs []int) float64 {
@@ -108,4 +108,11 @@ func perIncident(f ResetFigures) float64 {
 		return 0
 	}
 	return f.GPUHoursOut / float64(f.Incidents)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
