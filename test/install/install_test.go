@@ -56,7 +56,9 @@ func TestInstallOnRealKubelet(t *testing.T) {
 		"--set", "agent.driverRoot="+driverRoot, "--set", "agent.kernelLog.file="+kernelLog,
 		// The agent keeps the fatal findings of this boot across restarts;
 		// a state directory of the test's own keeps runs apart.
-		"--set", "agent.stateDir="+filepath.Join(c.dir, "agent-state"))
+		"--set", "agent.stateDir="+filepath.Join(c.dir, "agent-state"),
+		// The one-node cluster's kubelet runs with --root-dir under c.dir.
+		"--set", "agent.podResourcesDir="+filepath.Join(c.dir, "kubelet", "pod-resources"))
 	node := c.waitHealthy(t, "8", 3*time.Minute)
 	t.Logf("install to the agent's first condition: %v (%s=%s)", time.Since(installStart).Round(time.Millisecond),
 		healthyGPUs, node.Labels[healthyGPUs])
