@@ -43,13 +43,13 @@ const noderemediationsPath = "/apis/gpuheal.io/v1alpha1/noderemediations"
 // client's own request timeout cannot be lifted for the watch (a client
 // that is not client-go's RESTClient) it is shortWatch, under the agent
 // client's 10s. A failed list or watch is retried after a backoff that
-// doubles from resetBackoffMin to resetBackoffMax.
+// doubles from resetBackoffFirst to resetBackoffLast.
 const (
-	longWatch       = 5 * time.Minute
-	watchSlack      = 30 * time.Second
-	shortWatch      = 8 * time.Second
-	resetBackoffMin = time.Second
-	resetBackoffMax = 30 * time.Second
+	longWatch         = 5 * time.Minute
+	watchSlack        = 30 * time.Second
+	shortWatch        = 8 * time.Second
+	resetBackoffFirst = time.Second
+	resetBackoffLast  = 30 * time.Second
 	// maxRequestGPUs bounds a request: a node has at most 16 GPUs.
 	maxRequestGPUs = 16
 	// maxRequestIDLen bounds the ID the agent journals and echoes.
@@ -229,14 +229,14 @@ func (m *kmsgMonitor) forgetJournaled(bus string) {
 
 func (r *gpuResets) run(ctx context.Context) {
 	r.answerInterrupted(ctx)
-	backoff := resetBackoffMin
+	backoff := resetBackoffFirst
 	for ctx.Err() == nil {
 		rv, err := r.list(ctx)
 		for err == nil && ctx.Err() == nil {
 			var progressed bool
 			rv, progressed, err = r.watch(ctx, rv)
 			if progressed {
-				backoff = resetBackoffMin
+				backoff = resetBackoffFirst
 			}
 		}
 		if ctx.Err() != nil {
@@ -250,7 +250,7 @@ func (r *gpuResets) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		backoff = min(2*backoff, resetBackoffMax)
+		backoff = min(2*backoff, resetBackoffLast)
 	}
 }
 
@@ -456,7 +456,7 @@ func (r *gpuResets) refuse(ctx context.Context, nr *v1alpha1.NodeRemediation, re
 // half a minute; a final answer that never got through is published again
 // when the request is seen next (offer).
 func (r *gpuResets) publish(ctx context.Context, rep *v1alpha1.GPUResetReport) {
-	wait := resetBackoffMin
+	wait := resetBackoffFirst
 	for attempt := 1; ; attempt++ {
 		err := nodestatus.PatchGPUReset(ctx, r.kube, r.node, rep)
 		if err == nil {

@@ -70,13 +70,13 @@ func TestDeviceTaintRuleKeepsTheSchedulerOffTheGPU(t *testing.T) {
 		t.Fatalf("rule %+v, want NoSchedule on %s/gpu-3", rule.Spec, node)
 	}
 
-	claimPod(t, ctx, c, node, "wants-gpu3", resourcev1.ExactDeviceRequest{DeviceClassName: testDRADriver,
+	claimPod(ctx, t, c, node, "wants-gpu3", resourcev1.ExactDeviceRequest{DeviceClassName: testDRADriver,
 		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
 			Expression: fmt.Sprintf("device.attributes[%q].uuid == %q", testDRADriver, testGPUUUID(3))}}}})
-	claimPod(t, ctx, c, node, "wants-seven", resourcev1.ExactDeviceRequest{DeviceClassName: testDRADriver,
+	claimPod(ctx, t, c, node, "wants-seven", resourcev1.ExactDeviceRequest{DeviceClassName: testDRADriver,
 		AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 7})
 
-	seven := waitAllocated(t, ctx, c, "wants-seven")
+	seven := waitAllocated(ctx, t, c, "wants-seven")
 	if len(seven) != 7 || slices.Contains(seven, "gpu-3") {
 		t.Errorf("the 7-GPU claim got %v, want seven devices without the tainted gpu-3", seven)
 	}
@@ -103,14 +103,14 @@ func TestDeviceTaintRuleKeepsTheSchedulerOffTheGPU(t *testing.T) {
 		t.Fatalf("%d device taint rules left after the incident", len(left.Items))
 	}
 	// The 7-GPU claim holds the other seven: GPU 3 is the one left.
-	if got := waitAllocated(t, ctx, c, "wants-gpu3"); len(got) != 1 || got[0] != "gpu-3" {
+	if got := waitAllocated(ctx, t, c, "wants-gpu3"); len(got) != 1 || got[0] != "gpu-3" {
 		t.Errorf("after the rule's removal the claim got %v, want [gpu-3]", got)
 	}
 }
 
 // claimPod creates a ResourceClaim of one request and a pod on node that
 // uses it.
-func claimPod(t *testing.T, ctx context.Context, c client.Client, node, name string, req resourcev1.ExactDeviceRequest) {
+func claimPod(ctx context.Context, t *testing.T, c client.Client, node, name string, req resourcev1.ExactDeviceRequest) {
 	t.Helper()
 	mustNil(t, c.Create(ctx, &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &req}}}}}))
@@ -125,7 +125,7 @@ func claimPod(t *testing.T, ctx context.Context, c client.Client, node, name str
 }
 
 // waitAllocated waits until the claim is allocated and returns its devices.
-func waitAllocated(t *testing.T, ctx context.Context, c client.Client, name string) []string {
+func waitAllocated(ctx context.Context, t *testing.T, c client.Client, name string) []string {
 	t.Helper()
 	var devices []string
 	mustNil(t, poll.Until(ctx, "claim "+name+" allocated", 200*time.Millisecond, func(ctx context.Context) (bool, error) {

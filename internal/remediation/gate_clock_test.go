@@ -114,14 +114,14 @@ func (e *clockEnv) runCheckJob(node, output string, succeeded bool) batchv1.Job 
 		e.t.Fatalf("%d check Jobs for %s, want 1", len(jobs), node)
 	}
 	job := jobs[0]
-	finishCheckJob(e.t, e.ctx, e.c, &job, node, output, succeeded, e.clock.Now())
+	finishCheckJob(e.ctx, e.t, e.c, &job, node, output, succeeded, e.clock.Now())
 	return job
 }
 
 // finishCheckJob creates the Job's pod, ended with output, and marks the
 // Job finished as the Job controller would (the conditions a managedBy
 // Job needs as well).
-func finishCheckJob(t *testing.T, ctx context.Context, c client.Client, job *batchv1.Job, node, output string, succeeded bool, now time.Time) {
+func finishCheckJob(ctx context.Context, t *testing.T, c client.Client, job *batchv1.Job, node, output string, succeeded bool, now time.Time) {
 	t.Helper()
 	ts := metav1.NewTime(now)
 	pod := &corev1.Pod{

@@ -113,5 +113,5 @@ func finishCheckJobOnAPIServer(t *testing.T, h *harness, job *batchv1.Job, node,
 	if err := h.c.Get(t.Context(), client.ObjectKeyFromObject(job), job); err != nil {
 		t.Fatal(err)
 	}
-	finishCheckJob(t, t.Context(), h.c, job, node, output, succeeded, time.Now())
+	finishCheckJob(t.Context(), t, h.c, job, node, output, succeeded, time.Now())
 }

@@ -236,7 +236,7 @@ func TestGateReplacementTaintedAtOnce(t *testing.T) {
 // with the error in its message, instead of holding the incident forever.
 func TestGateJobCreateErrorTimesOut(t *testing.T) {
 	var e *clockEnv
-	e = newClockEnv(t, interceptor.Funcs{Create: stamping(&e, func(obj client.Object) error {
+	e = newClockEnv(t, interceptor.Funcs{Create: stamping(&e, func(_ client.Object) error {
 		return apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
 	})})
 	e.crashes = 1 << 20

@@ -335,7 +335,7 @@ func TestIdleChecksBounded(t *testing.T) {
 		t.Fatalf("%d idle checks at once on 40 nodes, want 2 (5%%)", len(jobs.Items))
 	}
 	for i := range jobs.Items {
-		finishCheckJob(t, e.ctx, e.c, &jobs.Items[i], jobs.Items[i].Labels[v1alpha1.LabelCheckNode], capture(t, "dcgm-json-4x-handwritten-pass.json"), true, e.clock.Now())
+		finishCheckJob(e.ctx, t, e.c, &jobs.Items[i], jobs.Items[i].Labels[v1alpha1.LabelCheckNode], capture(t, "dcgm-json-4x-handwritten-pass.json"), true, e.clock.Now())
 	}
 	e.step(time.Minute)
 	if err := e.c.List(e.ctx, &jobs); err != nil {

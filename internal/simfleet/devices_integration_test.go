@@ -38,7 +38,7 @@ func bindGPUPods(ctx context.Context, t *testing.T, c client.Client, node string
 
 // waitGPUFaults waits for node's gpu-faults annotation and checks it lists
 // GPU gpu alone, held by exactly pod, whole.
-func waitGPUFaults(ctx context.Context, t *testing.T, c client.Client, node string, gpu int32, pod string) {
+func waitGPUFaults(_ context.Context, t *testing.T, c client.Client, node string, gpu int32, pod string) {
 	t.Helper()
 	var rep v1alpha1.GPUFaultReport
 	testproc.Eventually(t, time.Minute, "gpu-faults on "+node, func(ctx context.Context) (bool, error) {

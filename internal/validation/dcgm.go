@@ -272,7 +272,7 @@ func jsonError(doc []byte, off int64, err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "unexpected end of JSON input") {
 		return fmt.Errorf("DCGM JSON is truncated: it ends at line %d before the document closes", line)
 	}
-	return fmt.Errorf("DCGM JSON unreadable at line %d (byte %d): %v", line, off, err)
+	return fmt.Errorf("DCGM JSON unreadable at line %d (byte %d): %w", line, off, err)
 }
 
 // judge turns the report into a verdict: Failed on any Fail, naming each

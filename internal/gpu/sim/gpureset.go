@@ -23,7 +23,7 @@ import (
 // bus or gone cannot be reset.
 
 // GPUProcesses lists the processes on the GPU: the sim runs none.
-func (n *Node) GPUProcesses(_ context.Context, bus string) ([]int, error) {
+func (n *Node) GPUProcesses(_ context.Context, _ string) ([]int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -42,7 +42,8 @@ func (n *Node) SetPersistenceMode(_ context.Context, bus string, on bool) error 
 		return err
 	}
 	if g.lost {
-		return fmt.Errorf("Unable to set persistence mode for GPU %s: GPU is lost", smiBus(g.bus))
+		// nvidia-smi's own words, which the reset's parser reads.
+		return fmt.Errorf("Unable to set persistence mode for GPU %s: GPU is lost", smiBus(g.bus)) //nolint:staticcheck // ST1005: the tool's message, capital included
 	}
 	g.persistOff = !on
 	return nil
