@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -231,16 +230,12 @@ func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoP
 // freeDemoNode is the first node that runs no training pod and is not the
 // latent-fault node.
 func freeDemoNode(ctx context.Context, c client.Client, nodes int) (string, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(demoNamespace)); err != nil {
-		return "", fmt.Errorf("listing the training pods: %w", err)
+	free, err := testenv.NodesWithoutPods(ctx, c, demoNodePrefix, nodes, demoNamespace)
+	if err != nil {
+		return "", err
 	}
-	used := map[string]bool{demoLatentSlot: true}
-	for _, p := range pods.Items {
-		used[p.Spec.NodeName] = true
-	}
-	for i := range nodes {
-		if name := testenv.NodeName(demoNodePrefix, i); !used[name] {
+	for _, name := range free {
+		if name != demoLatentSlot {
 			return name, nil
 		}
 	}

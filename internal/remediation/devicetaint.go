@@ -122,7 +122,7 @@ func taintGPUDevices(ctx context.Context, c client.Client, reader client.Reader,
 		rule := &resourcev1.DeviceTaintRule{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   deviceTaintRuleName(nr.Name, d),
-				Labels: map[string]string{v1alpha1.LabelPartOf: v1alpha1.LabelPartOfValue, incidentLabel: labelValue(nr.Name)},
+				Labels: map[string]string{v1alpha1.LabelPartOf: v1alpha1.LabelPartOfValue, incidentLabel: v1alpha1.NodeLabelValue(nr.Name)},
 			},
 			Spec: resourcev1.DeviceTaintRuleSpec{
 				DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: &driver, Pool: &pool, Device: &device},
@@ -144,7 +144,7 @@ func taintGPUDevices(ctx context.Context, c client.Client, reader client.Reader,
 
 // untaintGPUDevices deletes the incident's DeviceTaintRules.
 func untaintGPUDevices(ctx context.Context, c client.Client, incident string) error {
-	err := c.DeleteAllOf(ctx, &resourcev1.DeviceTaintRule{}, client.MatchingLabels{incidentLabel: labelValue(incident)})
+	err := c.DeleteAllOf(ctx, &resourcev1.DeviceTaintRule{}, client.MatchingLabels{incidentLabel: v1alpha1.NodeLabelValue(incident)})
 	if err != nil && !noDRA(err) {
 		return fmt.Errorf("removing the device taints of incident %s: %w", incident, err)
 	}
@@ -153,10 +153,6 @@ func untaintGPUDevices(ctx context.Context, c client.Client, incident string) er
 
 // incidentLabel on a DeviceTaintRule names the incident that made it.
 const incidentLabel = "gpuheal.io/incident"
-
-// labelValue is name as a label value (v1alpha1.NodeLabelValue's rule:
-// whole when it fits, else cut and hashed).
-func labelValue(name string) string { return v1alpha1.NodeLabelValue(name) }
 
 // taintValue is a device taint's value: at most 63 characters of a
 // label value's alphabet.

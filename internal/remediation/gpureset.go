@@ -46,17 +46,7 @@ func (r *remediationReconciler) decideReset(in *incident) resetDecision {
 	if err != nil {
 		return resetDecision{action: v1alpha1.ActionReboot, why: fmt.Sprintf("instead of ResetGPU: %v", err), bad: err}
 	}
-	var reset, reboot, replace []v1alpha1.GPUFault
-	for _, g := range rep.GPUs {
-		switch finding.Action(g.Action) {
-		case finding.ActionReplace:
-			replace = append(replace, g)
-		case finding.ActionReboot:
-			reboot = append(reboot, g)
-		case finding.ActionResetGPU:
-			reset = append(reset, g)
-		}
-	}
+	reset, reboot, replace := byAction(rep.GPUs)
 	switch {
 	case len(replace) > 0:
 		return resetDecision{action: v1alpha1.ActionReplace, why: "instead of ResetGPU: " + faultNames(replace) + " needs a replacement"}
@@ -72,6 +62,21 @@ func (r *remediationReconciler) decideReset(in *incident) resetDecision {
 	st.PartialDrain, st.DrainScope = drainScope(in.policy, reset)
 	return resetDecision{action: v1alpha1.ActionResetGPU, status: st,
 		why: fmt.Sprintf("for %s, a fault a GPU reset repairs; %s", faultNames(reset), st.DrainScope)}
+}
+
+// byAction sorts a fault report's GPUs by the repair each needs.
+func byAction(gpus []v1alpha1.GPUFault) (reset, reboot, replace []v1alpha1.GPUFault) {
+	for _, g := range gpus {
+		switch finding.Action(g.Action) {
+		case finding.ActionReplace:
+			replace = append(replace, g)
+		case finding.ActionReboot:
+			reboot = append(reboot, g)
+		case finding.ActionResetGPU:
+			reset = append(reset, g)
+		}
+	}
+	return reset, reboot, replace
 }
 
 // outgrown says, while the incident drains for, waits on or verifies a
@@ -91,15 +96,7 @@ func outgrown(in *incident) (replace bool, why string) {
 	if err != nil {
 		return false, "" // the answer and the Verifying wait decide
 	}
-	var reboot, repl []v1alpha1.GPUFault
-	for _, g := range rep.GPUs {
-		switch finding.Action(g.Action) {
-		case finding.ActionReplace:
-			repl = append(repl, g)
-		case finding.ActionReboot:
-			reboot = append(reboot, g)
-		}
-	}
+	_, reboot, repl := byAction(rep.GPUs)
 	switch {
 	case len(repl) > 0:
 		return true, faultNames(repl) + " now needs a replacement, which a GPU reset cannot give"

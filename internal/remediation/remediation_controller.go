@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
 
@@ -202,11 +203,14 @@ func (r *remediationReconciler) announce(ctx context.Context, in *incident, phas
 // finish ends the incident and counts it.
 func (r *remediationReconciler) finish(ctx context.Context, in *incident, phase v1alpha1.Phase, reason, message string) error {
 	// A GPU reset's DRA device taint ends with its incident, before the
-	// incident is recorded as over (a failed delete is retried); whatever
-	// the incident became, since a decision lost with a refused write may
-	// have tainted a device before it was decided again.
-	if err := untaintGPUDevices(ctx, r.client, in.nr.Name); err != nil {
-		return err
+	// incident is recorded as over (a failed delete is retried): for every
+	// incident opened with advice reset-gpu, whatever it became, since a
+	// decision lost with a refused write may have tainted a device before
+	// it was decided again. Other incidents never taint one.
+	if in.nr.Spec.Trigger.RecommendedAction == string(finding.ActionResetGPU) || in.nr.Status.GPUReset != nil {
+		if err := untaintGPUDevices(ctx, r.client, in.nr.Name); err != nil {
+			return err
+		}
 	}
 	if in.nr.Status.GPUReset != nil {
 		// A request still unanswered is closed with the incident, so an

@@ -3,10 +3,9 @@ package soak
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -172,25 +171,16 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 // that each node's GPUs serve several pods); the rest stay free for the
 // training pods a drain moves.
 func inferenceService(ctx context.Context, c client.Client, nodes int) error {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-		return fmt.Errorf("listing the training pods: %w", err)
-	}
-	used := map[string]bool{}
-	for _, p := range pods.Items {
-		used[p.Spec.NodeName] = true
+	free, err := testenv.NodesWithoutPods(ctx, c, nodePrefix, nodes, namespace)
+	if err != nil {
+		return err
 	}
 	var names []string
-	free := 0
-	for i := range nodes {
-		node := testenv.NodeName(nodePrefix, i)
-		if used[node] {
+	for i, node := range free {
+		if i%2 == 1 {
 			continue
 		}
-		if free++; free%2 == 0 {
-			continue
-		}
-		name := "inference-" + strconv.Itoa(i)
+		name := "inference-" + strings.TrimPrefix(node, nodePrefix+"-")
 		if err := testenv.CreateGPUWorkloadOn(ctx, c, namespace, name, inferencePodsPerNode, 1, node); err != nil {
 			return err
 		}

@@ -149,3 +149,23 @@ func TrainingFleet(ctx context.Context, c client.Client, prefix string, n int, n
 	}
 	return nil
 }
+
+// NodesWithoutPods are the fleet's nodes (prefix-0000…, n of them), in
+// order, that run no pod of namespace: where TrainingFleet left room.
+func NodesWithoutPods(ctx context.Context, c client.Client, prefix string, n int, namespace string) ([]string, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing the pods of namespace %s: %w", namespace, err)
+	}
+	used := map[string]bool{}
+	for _, p := range pods.Items {
+		used[p.Spec.NodeName] = true
+	}
+	var free []string
+	for i := range n {
+		if name := NodeName(prefix, i); !used[name] {
+			free = append(free, name)
+		}
+	}
+	return free, nil
+}
