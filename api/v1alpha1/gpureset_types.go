@@ -32,7 +32,26 @@ type GPUResetSpec struct {
 	// +kubebuilder:default=true
 	// +optional
 	PartialDrain *bool `json:"partialDrain,omitempty"`
+	// DeviceTaintEffect is the effect of the DeviceTaintRule put on the GPU
+	// to reset where a DRA driver publishes it. NoSchedule (the default)
+	// only keeps new claims off it: its pods leave through the Eviction
+	// API, where PodDisruptionBudgets hold. NoExecute also has Kubernetes'
+	// device taint eviction controller delete every pod whose claim holds
+	// the GPU, whatever its budget (a pod may tolerate the taint for a
+	// while in its claim's request): for GPUs whose pods must leave at
+	// once, such as one that may compute wrong results.
+	// +kubebuilder:validation:Enum=NoSchedule;NoExecute
+	// +kubebuilder:default=NoSchedule
+	// +optional
+	DeviceTaintEffect string `json:"deviceTaintEffect,omitempty"`
 }
+
+// The effects a policy may give a GPU's DeviceTaintRule
+// (GPUResetSpec.DeviceTaintEffect), as resource.k8s.io names them.
+const (
+	DeviceTaintEffectNoSchedule = "NoSchedule"
+	DeviceTaintEffectNoExecute  = "NoExecute"
+)
 
 // GPURef names one GPU of a node. BusID is the PCI address as nvidia-smi
 // prints it (00000000:1B:00.0); the reset goes by it.

@@ -18,9 +18,11 @@ import (
 // With Dynamic Resource Allocation the scheduler hands out devices that a
 // DRA driver (NVIDIA's gpu.nvidia.com) publishes in ResourceSlices, and a
 // DeviceTaintRule keeps it off one device: the controller taints exactly
-// the GPU it is about to reset, NoSchedule (its pods leave through the
-// Eviction API, where PodDisruptionBudgets hold, not through the taint's
-// eviction), and removes the rule when the incident ends. Clusters without
+// the GPU it is about to reset, NoSchedule by default (its pods leave
+// through the Eviction API, where PodDisruptionBudgets hold, not through
+// the taint's eviction) or NoExecute where the policy says its pods must
+// leave whatever their budgets, and removes the rule when the incident
+// ends. Clusters without
 // the resource.k8s.io/v1 API, or nodes whose GPUs no driver publishes,
 // get no rule and lose nothing: the device plugin path (the agent's
 // gpu-healthy-count label, the device plugin's own health check) stays.
@@ -105,10 +107,10 @@ func deviceTaintRuleName(incident string, d draDevice) string {
 	return strings.TrimRight(name, "-.")
 }
 
-// taintGPUDevices creates a NoSchedule DeviceTaintRule for each of the
-// GPUs that a DRA driver publishes on the node, and returns their names;
-// none when the cluster serves no DeviceTaintRules.
-func taintGPUDevices(ctx context.Context, c client.Client, reader client.Reader, nr *v1alpha1.NodeRemediation, gpus []v1alpha1.GPURef) ([]string, error) {
+// taintGPUDevices creates a DeviceTaintRule with the effect for each of
+// the GPUs that a DRA driver publishes on the node, and returns their
+// names; none when the cluster serves no DeviceTaintRules.
+func taintGPUDevices(ctx context.Context, c client.Client, reader client.Reader, nr *v1alpha1.NodeRemediation, gpus []v1alpha1.GPURef, effect resourcev1.DeviceTaintEffect) ([]string, error) {
 	devices, err := devicesOfGPUs(ctx, reader, nr.Spec.NodeName, gpus)
 	if err != nil {
 		if noDRA(err) {
@@ -127,7 +129,7 @@ func taintGPUDevices(ctx context.Context, c client.Client, reader client.Reader,
 			Spec: resourcev1.DeviceTaintRuleSpec{
 				DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: &driver, Pool: &pool, Device: &device},
 				Taint: resourcev1.DeviceTaint{Key: deviceTaintKey, Value: taintValue(nr.Spec.Trigger.Reason),
-					Effect: resourcev1.DeviceTaintEffectNoSchedule},
+					Effect: effect},
 			},
 		}
 		switch err := c.Create(ctx, rule); {

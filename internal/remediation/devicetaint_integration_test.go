@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,23 +45,11 @@ func TestDeviceTaintRuleKeepsTheSchedulerOffTheGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := nodes[0]
-	mustNil(t, c.Create(ctx, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: testDRADriver},
-		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
-			Expression: fmt.Sprintf("device.driver == %q", testDRADriver)}}}}}))
-	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
-		Spec: resourcev1.ResourceSliceSpec{Driver: testDRADriver, NodeName: &node,
-			Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}}}
-	for i := range 8 {
-		uuid, index := testGPUUUID(i), int64(i)
-		slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i),
-			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-				deviceAttributeUUID: {StringValue: &uuid}, "index": {IntValue: &index}}})
-	}
-	mustNil(t, c.Create(ctx, slice))
+	publishGPUs(ctx, t, c, node)
 
 	nr := &v1alpha1.NodeRemediation{ObjectMeta: metav1.ObjectMeta{Name: node + "-0badc0de"}}
 	nr.Spec.NodeName, nr.Spec.Trigger.Reason = node, "NvidiaDoubleBitError"
-	rules, err := taintGPUDevices(ctx, c, c, nr, []v1alpha1.GPURef{{Index: 3, UUID: testGPUUUID(3)}})
+	rules, err := taintGPUDevices(ctx, c, c, nr, []v1alpha1.GPURef{{Index: 3, UUID: testGPUUUID(3)}}, resourcev1.DeviceTaintEffectNoSchedule)
 	if err != nil || len(rules) != 1 {
 		t.Fatalf("taint rules %v, %v; want one", rules, err)
 	}
@@ -106,6 +95,85 @@ func TestDeviceTaintRuleKeepsTheSchedulerOffTheGPU(t *testing.T) {
 	if got := waitAllocated(ctx, t, c, "wants-gpu3"); len(got) != 1 || got[0] != "gpu-3" {
 		t.Errorf("after the rule's removal the claim got %v, want [gpu-3]", got)
 	}
+}
+
+// TestNoExecuteDeviceTaintEvictsOnlyThatGPUsPods: a policy whose GPU's pods
+// must leave whatever their budgets taints the device NoExecute, and the
+// real kube-controller-manager's device taint eviction controller deletes
+// the pod whose claim holds that GPU, and no other pod of the node.
+func TestNoExecuteDeviceTaintEvictsOnlyThatGPUsPods(t *testing.T) {
+	t.Parallel()
+	testcluster.RequireBinaries(t, true, true)
+	env := testcluster.Start(t, testenv.Options{Kwok: true, Workloads: true})
+	c := env.Client
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	nodes, err := testenv.CreateGPUNodes(ctx, c, "dra-noexec", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.WaitNodesReady(ctx, c, nodes); err != nil {
+		t.Fatal(err)
+	}
+	node := nodes[0]
+	publishGPUs(ctx, t, c, node)
+	for _, i := range []int{3, 5} {
+		claimPod(ctx, t, c, node, fmt.Sprintf("on-gpu%d", i), resourcev1.ExactDeviceRequest{DeviceClassName: testDRADriver,
+			Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+				Expression: fmt.Sprintf("device.attributes[%q].uuid == %q", testDRADriver, testGPUUUID(i))}}}})
+		waitAllocated(ctx, t, c, fmt.Sprintf("on-gpu%d", i))
+	}
+	on5 := waitScheduled(ctx, t, c, "on-gpu5")
+
+	nr := &v1alpha1.NodeRemediation{ObjectMeta: metav1.ObjectMeta{Name: node + "-0badc0de"}}
+	nr.Spec.NodeName, nr.Spec.Trigger.Reason = node, "NvidiaDoubleBitError"
+	rules, err := taintGPUDevices(ctx, c, c, nr, []v1alpha1.GPURef{{Index: 3, UUID: testGPUUUID(3)}}, resourcev1.DeviceTaintEffectNoExecute)
+	if err != nil || len(rules) != 1 {
+		t.Fatalf("taint rules %v, %v; want one", rules, err)
+	}
+	mustNil(t, poll.Until(ctx, "the pod on the tainted GPU deleted", 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		var p corev1.Pod
+		err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "on-gpu3"}, &p)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return err == nil && p.DeletionTimestamp != nil, client.IgnoreNotFound(err)
+	}))
+	var p corev1.Pod
+	mustNil(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "on-gpu5"}, &p))
+	if p.DeletionTimestamp != nil || p.UID != on5.UID {
+		t.Errorf("the pod on untainted GPU 5 was deleted or replaced (deletion %v, uid %s, was %s)", p.DeletionTimestamp, p.UID, on5.UID)
+	}
+}
+
+// waitScheduled waits until the pod is bound to a node and returns it.
+func waitScheduled(ctx context.Context, t *testing.T, c client.Client, name string) corev1.Pod {
+	t.Helper()
+	var p corev1.Pod
+	mustNil(t, poll.Until(ctx, "pod "+name+" scheduled", 200*time.Millisecond, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &p)
+		return err == nil && p.Spec.NodeName != "", err
+	}))
+	return p
+}
+
+// publishGPUs makes testDRADriver's DeviceClass (once per cluster) and a
+// ResourceSlice of the node's 8 GPUs, named gpu-0…gpu-7 with their UUIDs.
+func publishGPUs(ctx context.Context, t *testing.T, c client.Client, node string) {
+	t.Helper()
+	mustNil(t, client.IgnoreAlreadyExists(c.Create(ctx, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: testDRADriver},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.driver == %q", testDRADriver)}}}}})))
+	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus"},
+		Spec: resourcev1.ResourceSliceSpec{Driver: testDRADriver, NodeName: &node,
+			Pool: resourcev1.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1}}}
+	for i := range 8 {
+		uuid, index := testGPUUUID(i), int64(i)
+		slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i),
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+				deviceAttributeUUID: {StringValue: &uuid}, "index": {IntValue: &index}}})
+	}
+	mustNil(t, c.Create(ctx, slice))
 }
 
 // claimPod creates a ResourceClaim of one request and a pod on node that

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,7 +219,8 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 		// With DRA, the scheduler must not hand the GPU out again while
 		// its pods leave: its device is tainted before the first eviction
 		// (finish removes the rule).
-		if _, err := taintGPUDevices(ctx, r.client, r.reader, nr, nr.Status.GPUReset.GPUs); err != nil {
+		effect := resourcev1.DeviceTaintEffect(p.Spec.GPUReset.DeviceTaintEffect)
+		if _, err := taintGPUDevices(ctx, r.client, r.reader, nr, nr.Status.GPUReset.GPUs, effect); err != nil {
 			return ctrl.Result{}, false, err
 		}
 		scope, err := r.planDrain(ctx, in)

@@ -51,6 +51,9 @@ func newPolicy(p *v1alpha1.RemediationPolicy) (*policy, error) {
 		yes := true
 		s.GPUReset.PartialDrain = &yes
 	}
+	if s.GPUReset.DeviceTaintEffect == "" {
+		s.GPUReset.DeviceTaintEffect = v1alpha1.DeviceTaintEffectNoSchedule
+	}
 	if s.Drain.OnTimeout == "" {
 		s.Drain.OnTimeout = v1alpha1.DrainWait
 	}

@@ -64,13 +64,14 @@ func stopChild(p *procs.Process) error {
 
 // startWorkloadControllers runs kube-controller-manager with the
 // controllers workloads need on a kwok fleet (Deployments, ReplicaSets,
-// PodDisruptionBudget status, node lifecycle and taint eviction, garbage
-// collection) and kube-scheduler, neither serving a port.
+// PodDisruptionBudget status, node lifecycle and taint eviction, DRA
+// device taint eviction, garbage collection) and kube-scheduler, neither
+// serving a port.
 func startWorkloadControllers(ctx context.Context, binDir, kubeconfig, workDir string, out io.Writer) ([]*procs.Process, error) {
 	auth := []string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig, "--leader-elect=false", "--secure-port=0"}
 	kcm, err := startChild(ctx, binDir, "kube-controller-manager", workDir, out, append(auth,
-		"--controllers=deployment,replicaset,disruption,garbagecollector,nodelifecycle,taint-eviction-controller",
+		"--controllers=deployment,replicaset,disruption,garbagecollector,nodelifecycle,taint-eviction-controller,device-taint-eviction-controller",
 		// kwok renews no Leases (with them, v0.8.0 never initializes a node
 		// that the kwok provider creates unmanaged and hands over later)
 		// and writes a status heartbeat only 10–20 minutes after it last
