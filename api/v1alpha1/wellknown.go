@@ -189,13 +189,16 @@ const (
 )
 
 // Node condition types the agent owns. True means healthy for the first
-// two, which are the names EKS node auto repair and Karpenter act on: the
-// agent publishes them only with --condition-types=eks (its own names are
-// ConditionGPUHealAcceleratorHealthy and ConditionGPUHealKernelHealthy,
-// below). GPUFailurePredicted is True while a failure is predicted.
+// three, which are the names EKS node auto repair (and Karpenter, for the
+// first two) act on: the agent publishes them only with
+// --condition-types=eks (its own names are
+// ConditionGPUHealAcceleratorHealthy, ConditionGPUHealKernelHealthy and
+// ConditionGPUHealNetworkingHealthy, below). GPUFailurePredicted is True
+// while a failure is predicted.
 const (
 	ConditionAcceleratedHardwareReady = "AcceleratedHardwareReady"
 	ConditionKernelReady              = "KernelReady"
+	ConditionNetworkingReady          = "NetworkingReady"
 	ConditionGPUFailurePredicted      = "GPUFailurePredicted"
 )
 
@@ -503,6 +506,11 @@ const (
 	// prefix says in `kubectl describe node` whose they are.
 	ConditionGPUHealAcceleratorHealthy = "GPUHealAcceleratorHealthy"
 	ConditionGPUHealKernelHealthy      = "GPUHealKernelHealthy"
+	// ConditionGPUHealNetworkingHealthy is the agent's RDMA fabric
+	// condition (InfiniBand, RoCE, EFA): a node whose network breaks a
+	// training job is as unusable as one whose GPU does. Its EKS name is
+	// ConditionNetworkingReady.
+	ConditionGPUHealNetworkingHealthy = "GPUHealNetworkingHealthy"
 
 	// ConditionTypesGPUHeal and ConditionTypesEKS are the values of the
 	// agent's --condition-types (chart: agent.conditionTypes).
@@ -521,11 +529,11 @@ const (
 	TaintKarpenterDisruption = "karpenter.sh/disruption"
 )
 
-// AgentConditionTypes are the type names the agent publishes its GPU and
-// kernel conditions under.
+// AgentConditionTypes are the type names the agent publishes its GPU,
+// kernel and network conditions under.
 //
 // +kubebuilder:object:generate=false
-type AgentConditionTypes struct{ GPU, Kernel string }
+type AgentConditionTypes struct{ GPU, Kernel, Network string }
 
 // ConditionTypeSets are the allowed values of --condition-types.
 var ConditionTypeSets = []string{ConditionTypesGPUHeal, ConditionTypesEKS}
@@ -536,9 +544,11 @@ var ConditionTypeSets = []string{ConditionTypesGPUHeal, ConditionTypesEKS}
 func AgentConditionTypesFor(set string) (AgentConditionTypes, bool) {
 	switch set {
 	case ConditionTypesGPUHeal, "":
-		return AgentConditionTypes{GPU: ConditionGPUHealAcceleratorHealthy, Kernel: ConditionGPUHealKernelHealthy}, true
+		return AgentConditionTypes{GPU: ConditionGPUHealAcceleratorHealthy, Kernel: ConditionGPUHealKernelHealthy,
+			Network: ConditionGPUHealNetworkingHealthy}, true
 	case ConditionTypesEKS:
-		return AgentConditionTypes{GPU: ConditionAcceleratedHardwareReady, Kernel: ConditionKernelReady}, true
+		return AgentConditionTypes{GPU: ConditionAcceleratedHardwareReady, Kernel: ConditionKernelReady,
+			Network: ConditionNetworkingReady}, true
 	}
 	return AgentConditionTypes{}, false
 }
@@ -551,6 +561,8 @@ func (t AgentConditionTypes) Publish(own string) string {
 		return t.GPU
 	case ConditionGPUHealKernelHealthy:
 		return t.Kernel
+	case ConditionGPUHealNetworkingHealthy:
+		return t.Network
 	}
 	return own
 }
@@ -566,4 +578,15 @@ func IsAgentGPUCondition(t string) bool {
 // IsAgentKernelCondition reports the same for the kernel condition.
 func IsAgentKernelCondition(t string) bool {
 	return t == ConditionGPUHealKernelHealthy || t == ConditionKernelReady
+}
+
+// IsAgentNetworkCondition reports the same for the network condition.
+func IsAgentNetworkCondition(t string) bool {
+	return t == ConditionGPUHealNetworkingHealthy || t == ConditionNetworkingReady
+}
+
+// IsAgentHealthCondition is true for any of the agent's three health
+// conditions under either set of names.
+func IsAgentHealthCondition(t string) bool {
+	return IsAgentGPUCondition(t) || IsAgentKernelCondition(t) || IsAgentNetworkCondition(t)
 }

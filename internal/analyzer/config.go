@@ -26,6 +26,9 @@ const (
 	ScopeNode Scope = "node"
 	// ScopeFinding evaluates once per kernel-log finding with finding.
 	ScopeFinding Scope = "finding"
+	// ScopePort evaluates once per RDMA port (InfiniBand, RoCE, EFA) with
+	// device, port, delta, hwDelta and seconds.
+	ScopePort Scope = "port"
 )
 
 // DefaultFindingClearAfter is how long a finding-scope problem stays
@@ -76,6 +79,9 @@ type rawRule struct {
 type rawCount struct {
 	Times  int       `json:"times"`
 	Window *duration `json:"window"`
+	// ByValue: an evaluation that holds counts as its value's worth of
+	// occurrences (a port rule only; the value expression is required).
+	ByValue bool `json:"byValue,omitempty"`
 }
 
 // duration reads a Go duration string ("5m", "90s").
@@ -172,11 +178,11 @@ func (r rawRule) compile() (*Rule, error) {
 	}
 	rule := &Rule{Name: r.Name, Scope: Scope(r.Scope), Latched: r.Latched, Expr: r.Expr, ValueExpr: r.Value}
 	switch rule.Scope {
-	case ScopeGPU, ScopeNode, ScopeFinding:
+	case ScopeGPU, ScopeNode, ScopeFinding, ScopePort:
 	case "":
 		rule.Scope = ScopeGPU
 	default:
-		return nil, fmt.Errorf("scope: %q: want gpu, node or finding", r.Scope)
+		return nil, fmt.Errorf("scope: %q: want gpu, node, port or finding", r.Scope)
 	}
 	var err error
 	if rule.Severity, err = finding.ParseSeverity(r.Severity); err != nil || (rule.Severity != finding.Fatal && rule.Severity != finding.Warning) {
@@ -189,19 +195,22 @@ func (r rawRule) compile() (*Rule, error) {
 	} else if rule.Scope != ScopeFinding {
 		rule.Action = finding.ActionNone
 	}
-	// Only the GPU and the kernel condition: a typo in a config file must
-	// not invent a node condition nobody watches. Either name of each is
-	// taken (rules written for the EKS names keep working) and stored as
-	// gpuheal's own; the agent publishes it under --condition-types.
+	// Only the GPU, kernel and network conditions: a typo in a config
+	// file must not invent a node condition nobody watches. Either name of
+	// each is taken (rules written for the EKS names keep working) and
+	// stored as gpuheal's own; the agent publishes it under
+	// --condition-types.
 	switch {
 	case v1alpha1.IsAgentGPUCondition(r.Condition):
 		rule.Condition = v1alpha1.ConditionGPUHealAcceleratorHealthy
 	case v1alpha1.IsAgentKernelCondition(r.Condition):
 		rule.Condition = v1alpha1.ConditionGPUHealKernelHealthy
+	case v1alpha1.IsAgentNetworkCondition(r.Condition):
+		rule.Condition = v1alpha1.ConditionGPUHealNetworkingHealthy
 	default:
-		return nil, fmt.Errorf("condition: %q: want %s or %s (or the EKS names %s, %s)", r.Condition,
-			v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy,
-			v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady)
+		return nil, fmt.Errorf("condition: %q: want %s, %s or %s (or the EKS names %s, %s, %s)", r.Condition,
+			v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy, v1alpha1.ConditionGPUHealNetworkingHealthy,
+			v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, v1alpha1.ConditionNetworkingReady)
 	}
 	if r.For != nil {
 		rule.For = time.Duration(*r.For)
@@ -224,7 +233,10 @@ func (r rawRule) compile() (*Rule, error) {
 		if c.Window == nil || *c.Window <= 0 {
 			return nil, fmt.Errorf("count: window: required and above 0")
 		}
-		rule.Count = Count{N: c.Times, Window: time.Duration(*c.Window)}
+		rule.Count = Count{N: c.Times, Window: time.Duration(*c.Window), ByValue: c.ByValue}
+		if c.ByValue && (rule.Scope != ScopePort || r.Value == "") {
+			return nil, fmt.Errorf("count: byValue: only for a port rule with a value expression")
+		}
 	}
 	if err := rule.compileExprs(); err != nil {
 		return nil, err

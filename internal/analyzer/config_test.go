@@ -111,7 +111,7 @@ rules:
 	rs := mustLoad(t, y)
 	r := rs.Rules[0]
 	if rs.ExpectedDriverVersion != "570.133.20" || rs.XIDOverrides[13].Severity != "fatal" ||
-		r.ClearAfter != DefaultFindingClearAfter || r.Count != (Count{3, 10 * time.Minute}) || r.Action != "" || r.Scope != ScopeFinding {
+		r.ClearAfter != DefaultFindingClearAfter || r.Count != (Count{N: 3, Window: 10 * time.Minute}) || r.Action != "" || r.Scope != ScopeFinding {
 		t.Errorf("loaded %+v / %+v", rs, r)
 	}
 	if mustLoad(t, strings.Replace(y, "scope: finding\n  expr: finding.xid == 13", "expr: gpu.missing", 1)).Rules[0].Scope != ScopeGPU {
@@ -139,7 +139,7 @@ func TestCheckFile(t *testing.T) {
 	}
 }
 
-// TestConditionNames: a rule may name the GPU or kernel condition by
+// TestConditionNames: a rule may name the GPU, kernel or network condition by
 // gpuheal's name or the EKS one; either is stored as gpuheal's (the agent
 // renames at publishing, --condition-types), anything else is refused.
 func TestConditionNames(t *testing.T) {
@@ -148,6 +148,8 @@ func TestConditionNames(t *testing.T) {
 		v1alpha1.ConditionAcceleratedHardwareReady:  v1alpha1.ConditionGPUHealAcceleratorHealthy,
 		v1alpha1.ConditionGPUHealKernelHealthy:      v1alpha1.ConditionGPUHealKernelHealthy,
 		v1alpha1.ConditionKernelReady:               v1alpha1.ConditionGPUHealKernelHealthy,
+		v1alpha1.ConditionGPUHealNetworkingHealthy:  v1alpha1.ConditionGPUHealNetworkingHealthy,
+		v1alpha1.ConditionNetworkingReady:           v1alpha1.ConditionGPUHealNetworkingHealthy,
 	} {
 		rs, err := Load([]byte("rules:\n- {name: r, expr: gpu.missing, severity: fatal, reason: X, condition: " + in + "}\n"))
 		if err != nil {
@@ -159,7 +161,7 @@ func TestConditionNames(t *testing.T) {
 		}
 	}
 	_, err := Load([]byte("rules:\n- {name: r, expr: gpu.missing, severity: fatal, reason: X, condition: GPUHealthy}\n"))
-	if err == nil || !strings.Contains(err.Error(), `condition: "GPUHealthy": want GPUHealAcceleratorHealthy or GPUHealKernelHealthy`) {
+	if err == nil || !strings.Contains(err.Error(), `condition: "GPUHealthy": want GPUHealAcceleratorHealthy, GPUHealKernelHealthy or GPUHealNetworkingHealthy`) {
 		t.Errorf("a misspelt condition: %v", err)
 	}
 }

@@ -12,11 +12,12 @@ import (
 
 func TestDefaultRuleSet(t *testing.T) {
 	rs := DefaultRuleSet()
-	if got, want := rs.Len(), 36; got != want {
+	if got, want := rs.Len(), 42; got != want {
 		t.Errorf("default rules: %d, want %d (update the table in the report and doc.go)", got, want)
 	}
 	for _, r := range rs.Rules {
-		if r.Condition != v1alpha1.ConditionGPUHealAcceleratorHealthy && r.Condition != v1alpha1.ConditionGPUHealKernelHealthy {
+		if r.Condition != v1alpha1.ConditionGPUHealAcceleratorHealthy && r.Condition != v1alpha1.ConditionGPUHealKernelHealthy &&
+			r.Condition != v1alpha1.ConditionGPUHealNetworkingHealthy {
 			t.Errorf("rule %s: condition %q", r.Name, r.Condition)
 		}
 	}

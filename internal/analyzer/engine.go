@@ -29,6 +29,7 @@ type Engine struct {
 	rs     *RuleSet
 	rules  map[string]*ruleState
 	prev   map[string]counters // by GPU key
+	ports  map[string]portMemory
 	conds  map[string]*condState
 	bootID string
 	act    activation
@@ -41,7 +42,8 @@ type ruleState struct {
 
 // NewEngine starts an engine with rs (nil: no rules).
 func NewEngine(rs *RuleSet, clk clock.PassiveClock) *Engine {
-	e := &Engine{clock: clk, rules: map[string]*ruleState{}, prev: map[string]counters{}, conds: map[string]*condState{}}
+	e := &Engine{clock: clk, rules: map[string]*ruleState{}, prev: map[string]counters{}, ports: map[string]portMemory{},
+		conds: map[string]*condState{}}
 	e.SetRuleSet(rs)
 	return e
 }
@@ -176,6 +178,21 @@ func (e *Engine) Evaluate(snap *gpu.NodeSnapshot, findings []finding.Finding) Re
 					s.observe(r, false, now)
 				}
 			}
+		case ScopePort:
+			if snap == nil || snap.Fabric == nil {
+				continue
+			}
+			for i := range in.ports {
+				p := &in.ports[i]
+				e.act = activation{node: in.node, device: p.device, port: p.port, findings: in.findings,
+					delta: p.delta, hwDelta: p.hwDelta, seconds: p.seconds, expectedDriver: e.rs.ExpectedDriverVersion}
+				e.evalPort(st, p, now, report)
+			}
+			for _, s := range st.probs {
+				if !s.seen {
+					s.observe(r, false, now)
+				}
+			}
 		case ScopeFinding:
 			for i := range findings {
 				f := &findings[i]
@@ -189,7 +206,7 @@ func (e *Engine) Evaluate(snap *gpu.NodeSnapshot, findings []finding.Finding) Re
 		}
 		for k, s := range st.probs {
 			s.seen = false
-			if snap == nil && r.Scope == ScopeGPU {
+			if snap == nil && r.Scope == ScopeGPU || (snap == nil || snap.Fabric == nil) && r.Scope == ScopePort {
 				continue
 			}
 			if s.expire(r, now) {
@@ -220,6 +237,49 @@ func (e *Engine) evalState(st *ruleState, key problemKey, ref *GPURef, now time.
 	if s.observe(st.rule, held, now) && s.active {
 		e.describe(st.rule, s, nil, report)
 	}
+}
+
+// evalPort is evalState for one RDMA port. A rule counting by value
+// (count.byValue) adds its value's worth of occurrences: a port whose
+// link went down three times in one interval flapped three times.
+func (e *Engine) evalPort(st *ruleState, p *portInput, now time.Time, report func(*GPURef, error)) {
+	held, err := evalBool(st.rule.prg, &e.act)
+	if err != nil {
+		report(nil, fmt.Errorf("port %s: %w", p.ref.String(), err))
+	}
+	key := problemKey{port: p.key}
+	s := st.probs[key]
+	if s == nil {
+		if !held {
+			return
+		}
+		s = &state{}
+		st.probs[key] = s
+	}
+	s.seen = true
+	ref := p.ref
+	s.port = &ref
+	times := 1
+	if held && st.rule.Count.ByValue {
+		times = e.countValue(st.rule)
+	}
+	if s.observeN(st.rule, held, now, times) && s.active {
+		e.describe(st.rule, s, nil, report)
+	}
+}
+
+// countValue is a byValue rule's value as a number of occurrences: at
+// least 1 (the expression held), at most the count's times.
+func (e *Engine) countValue(r *Rule) int {
+	v, _, err := r.valuePrg.Eval(&e.act)
+	if err != nil {
+		return 1
+	}
+	n, ok := v.Value().(int64)
+	if !ok || n < 1 {
+		return 1
+	}
+	return int(min(n, int64(r.Count.N)))
 }
 
 func (e *Engine) evalFinding(st *ruleState, f *finding.Finding, ref *GPURef, now time.Time, report func(*GPURef, error)) {
@@ -262,7 +322,7 @@ func (e *Engine) describe(r *Rule, s *state, f *finding.Finding, report func(*GP
 			val = nativeValue(v)
 		}
 	}
-	d := MessageData{Rule: r.Name, Severity: r.Severity, Action: s.action, GPU: s.gpu, Value: val, Finding: f}
+	d := MessageData{Rule: r.Name, Severity: r.Severity, Action: s.action, GPU: s.gpu, Port: s.port, Value: val, Finding: f}
 	s.value = val
 	s.reason = r.renderReason(d)
 	msg, err := r.renderMessage(d)

@@ -38,6 +38,15 @@ var (
 	nodeEnv = sync.OnceValues(func() (*cel.Env, error) {
 		return extend(cel.Variable("gpus", cel.ListType(cel.DynType)))
 	})
+	portEnv = sync.OnceValues(func() (*cel.Env, error) {
+		return extend(
+			cel.Variable("device", cel.MapType(cel.StringType, cel.DynType)),
+			cel.Variable("port", cel.MapType(cel.StringType, cel.DynType)),
+			cel.Variable("delta", cel.MapType(cel.StringType, cel.IntType)),
+			cel.Variable("hwDelta", cel.MapType(cel.StringType, cel.IntType)),
+			cel.Variable("seconds", cel.DoubleType),
+		)
+	})
 	findingEnv = sync.OnceValues(func() (*cel.Env, error) {
 		return extend(cel.Variable("finding", cel.MapType(cel.StringType, cel.DynType)))
 	})
@@ -59,6 +68,8 @@ func scopeEnv(s Scope) (*cel.Env, error) {
 		return nodeEnv()
 	case ScopeFinding:
 		return findingEnv()
+	case ScopePort:
+		return portEnv()
 	}
 	return nil, fmt.Errorf("unknown scope %q", s)
 }

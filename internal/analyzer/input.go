@@ -21,6 +21,7 @@ type input struct {
 	findingMaps []map[string]any
 	byGPU       map[string][]any // findings by PCI bus id
 	byBus       map[string]*GPURef
+	ports       []portInput
 }
 
 func (e *Engine) prepare(snap *gpu.NodeSnapshot, findings []finding.Finding, now time.Time) *input {
@@ -41,6 +42,7 @@ func (e *Engine) prepare(snap *gpu.NodeSnapshot, findings []finding.Finding, now
 	if snap == nil {
 		in.gpus = []any{}
 		in.node = nodeVars(nil, in.gpus)
+		_, in.node["fabric"] = e.preparePorts(nil, now)
 		return in
 	}
 	at := snap.Time
@@ -82,6 +84,7 @@ func (e *Engine) prepare(snap *gpu.NodeSnapshot, findings []finding.Finding, now
 	}
 	e.prev = next
 	in.node = nodeVars(snap, in.gpus)
+	in.ports, in.node["fabric"] = e.preparePorts(snap.Fabric, at)
 	return in
 }
 

@@ -25,6 +25,8 @@ type Problem struct {
 	Rule string
 	// GPU is nil for a node-level problem.
 	GPU *GPURef
+	// Port is the RDMA port of a port-scope problem, else nil.
+	Port *PortRef
 	// Code is the finding's code for finding rules ("XID79"), else "".
 	Code      string
 	Severity  finding.Severity
@@ -139,8 +141,13 @@ func (e *Engine) collect(res *Result) {
 				c := *s.gpu // callers may keep or change it
 				g = &c
 			}
+			var port *PortRef
+			if s.port != nil {
+				c := *s.port
+				port = &c
+			}
 			res.Problems = append(res.Problems, Problem{
-				Rule: r.Name, GPU: g, Code: s.code, Severity: r.Severity, Condition: r.Condition,
+				Rule: r.Name, GPU: g, Port: port, Code: s.code, Severity: r.Severity, Condition: r.Condition,
 				Reason: s.reason, Message: s.message, Action: s.action, Since: s.since, Latched: s.latched, Value: s.value,
 			})
 		}

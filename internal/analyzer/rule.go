@@ -46,6 +46,9 @@ type Rule struct {
 type Count struct {
 	N      int
 	Window time.Duration
+	// ByValue: an evaluation that holds is as many occurrences as the
+	// rule's value (1 at least, N at most).
+	ByValue bool
 }
 
 func (r *Rule) compileExprs() error {
@@ -92,6 +95,8 @@ type MessageData struct {
 	Action   finding.Action
 	// GPU is nil for a node-level problem.
 	GPU *GPURef
+	// Port is the RDMA port of a port rule, else nil.
+	Port *PortRef
 	// Value is the result of the rule's value expression, or nil.
 	Value any
 	// Finding is the matching finding (finding rules only).
@@ -132,6 +137,10 @@ func (r *Rule) compileTemplates(reason, message string) error {
 
 func (r *Rule) sampleData() MessageData {
 	d := MessageData{Rule: r.Name, Severity: r.Severity, Action: r.Action, Value: int64(1)}
+	if r.Scope == ScopePort {
+		d.Port = &PortRef{Device: "mlx5_0", Port: 1, Kind: "infiniband", PCIBusID: "0000:00:00.0"}
+		return d
+	}
 	if r.Scope != ScopeNode {
 		d.GPU = &GPURef{Index: 0, UUID: "GPU-00000000-0000-0000-0000-000000000000", PCIBusID: "0000:00:00.0", Name: "sample"}
 	}
@@ -187,6 +196,9 @@ func defaultMessage(d MessageData) string {
 	var b strings.Builder
 	if d.GPU != nil {
 		fmt.Fprintf(&b, "GPU %d (%s): ", d.GPU.Index, d.GPU.PCIBusID)
+	}
+	if d.Port != nil {
+		fmt.Fprintf(&b, "%s port %s: ", d.Port.Kind, d.Port.String())
 	}
 	if d.Finding != nil && d.Finding.Message != "" {
 		b.WriteString(d.Finding.Message)

@@ -7,16 +7,18 @@ import (
 )
 
 // problemKey identifies one problem of a rule: the GPU ("" for the node)
-// and, for finding rules, the finding's code, so that Xid 48 and Xid 95
-// on one GPU are two problems with their own reasons and clocks.
+// or the RDMA port, and, for finding rules, the finding's code, so that
+// Xid 48 and Xid 95 on one GPU are two problems with their own reasons
+// and clocks.
 type problemKey struct {
-	gpu, code string
+	gpu, port, code string
 }
 
 // state is the life of one problem: pending (holding, waiting out For),
 // active, then clearing (not holding, waiting out ClearAfter).
 type state struct {
 	gpu  *GPURef
+	port *PortRef
 	code string
 	// pendingSince is when the current unbroken run of "holds" began;
 	// zero while not holding.
@@ -41,9 +43,17 @@ type state struct {
 // finding (at = its time, held = true) and reports whether the problem
 // held, so the caller renders its text only then.
 func (s *state) observe(r *Rule, held bool, at time.Time) bool {
+	return s.observeN(r, held, at, 1)
+}
+
+// observeN is observe where one evaluation that held is times
+// occurrences of a count window.
+func (s *state) observeN(r *Rule, held bool, at time.Time, times int) bool {
 	if r.Count.N > 0 {
-		if held {
+		for range times * boolInt(held) {
 			s.occ = append(s.occ, at)
+		}
+		if held {
 			if len(s.occ) > r.Count.N {
 				s.occ = s.occ[len(s.occ)-r.Count.N:]
 			}
@@ -98,4 +108,11 @@ func (s *state) expire(r *Rule, now time.Time) (empty bool) {
 		s.since = time.Time{}
 	}
 	return !s.active && s.pendingSince.IsZero() && len(s.occ) == 0
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -180,6 +180,7 @@ func findingVars(f *finding.Finding) map[string]any {
 // for the bindings themselves.
 type activation struct {
 	node, gpu, delta, finding map[string]any
+	device, port, hwDelta     map[string]any
 	gpus, findings, gpuFinds  []any
 	seconds                   float64
 	expectedDriver            string
@@ -203,6 +204,12 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.seconds, true
 	case "finding":
 		return a.finding, a.finding != nil
+	case "device":
+		return a.device, a.device != nil
+	case "port":
+		return a.port, a.port != nil
+	case "hwDelta":
+		return a.hwDelta, a.hwDelta != nil
 	case "expectedDriverVersion":
 		return a.expectedDriver, true
 	}
