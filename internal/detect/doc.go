@@ -1,4 +1,5 @@
-// Package detect turns kernel-log messages into findings.
+// Package detect turns kernel-log messages, and the lines of NVIDIA
+// Fabric Manager's log, into findings.
 //
 // A Detector is fed one message at a time (internal/kmsg strips the
 // /dev/kmsg, dmesg, dmesg -T, ISO and syslog prefixes). Most kernel lines
@@ -70,6 +71,22 @@
 //	                                          Reset indication didn't turn on/off; EFA device init failed
 //	EFA_CMD_FAILED         warning   none     Failed to process command … / Failed to submit command …
 //	EFA_ASYNC_EVENT        warning   none     Unknown event was received or event with unimplemented handler
+//
+// NVIDIA Fabric Manager's log (/var/log/fabricmanager.log, "[Feb 27 2025
+// 15:10:02] [ERROR] [tid 12727] message") is a file of its own, read by a
+// FabricManager detector (NewFabricManager) one line at a time; only
+// ERROR and FATAL lines count, node-level, source "fabricmanager":
+//
+//	code                   severity  action   message
+//	FM_NVSWITCH_FATAL      fatal     reboot   detected NVSwitch fatal error 20034 on fid 0 on NVSwitch
+//	                                          pci bus id 00000000:86:00.0 physical id 3 port 33
+//	FM_NVSWITCH_NONFATAL   warning   none     detected NVSwitch non-fatal error 12028 on fid 0 on …
+//	FM_GPU_NVLINK_FATAL    fatal     reboot   Fabric Manager detected GPU NVL Fatal error on :
+//	FM_MULTICAST_FAILED    fatal     reboot   failed to find the GPU handle N in the multicast team …
+//	FM_TOPOLOGY_MISMATCH   fatal     reboot   detected number of NVSwitches don't match with any
+//	                                          supported system topology, aborting fabric manager
+//	FM_ERROR               warning   none     any other ERROR or FATAL line
+//	(none)                 —         —        … [NV_WARN_NOTHING_TO_DO] (no NVSwitch to manage)
 //
 // Choices worth knowing:
 //
@@ -150,6 +167,17 @@
 //     no handler for and so cannot name: a warning to look at.
 //     "Keep alive" and "device reset" watchdog lines are ENA's, the
 //     Ethernet driver's, not EFA's; "ena …" lines are no finding.
+//   - Fabric Manager: an NVSwitch fatal error is the switch side of an
+//     SXid and is handled like one (reboot). A GPU NVLink fatal error
+//     names the GPU by fabric GUID only, so it is node-level. A multicast
+//     request for a GPU handle Fabric Manager does not know means its
+//     state and the GPUs' disagree (NVLink SHARP jobs fail); they start
+//     over together only on a reboot. A topology mismatch (fewer
+//     switches than the board has) makes Fabric Manager exit, and no GPU
+//     joins the fabric. Other errors are warnings: Fabric Manager down
+//     or stuck is the agent's fabric-manager probe's to find, not its
+//     log's. The lines after a record that carry no stamp ("Message
+//     payload details: …", "moduleId : 3") are details, not findings.
 //   - Soft lockups, hung tasks, conntrack exhaustion, kernel BUGs and OOM
 //     kills are node problems, not GPU ones: they feed EKS-style KernelReady
 //     conditions, which belong to the node's kernel health, not to gpuheal's

@@ -87,3 +87,40 @@ func FuzzDetect(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFabricManager feeds arbitrary lines to the Fabric Manager log
+// detector: no panic, and every finding is an FM code from a line that
+// parses as an ERROR or FATAL record, node-level, with its time.
+func FuzzFabricManager(f *testing.F) {
+	for _, s := range []string{
+		"[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61",
+		"[Jul 23 2024 07:53:55] [ERROR] [tid 841] detected NVSwitch fatal error 20034 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 33",
+		"[Sep 17 2024 06:01:46] [ERROR] [tid 1230079] failed to find the GPU handle 5410063385821516767 in the multicast team request setup 6130285411925746235.",
+		"[Oct 13 2025 18:14:38] [ERROR] [tid 202] Fabric Manager detected GPU NVL Fatal error on :",
+		"[Feb 25 2025 13:59:45] [INFO] [tid 1803] Received an inband message:  Message header details: magic Id:adbc",
+		"Message payload details:Team release request: Team Handle:99c9f23d49236386 Flags:0",
+		"[Feb  5 2025 01:02:03] [FATAL] [tid 7] x",
+		"[Feb 27 2025 15:10:02] [ERROR] [tid ] pci bus id zz",
+		"[] [ERROR] [",
+		"[",
+		"",
+	} {
+		f.Add(s)
+	}
+	m := NewFabricManager(FMOptions{Location: time.UTC})
+	f.Fuzz(func(t *testing.T, line string) {
+		for _, got := range m.Detect(line) {
+			l, ok := parseFMLine(line, time.UTC)
+			if !ok || l.level != "ERROR" && l.level != "FATAL" {
+				t.Fatalf("Detect(%q) gave %+v from a line that is no ERROR record", line, got)
+			}
+			if !strings.HasPrefix(got.Code, "FM_") || got.Source != "fabricmanager" || got.GPU != "" || got.Time.IsZero() ||
+				got.Severity.Rank() == 0 || got.Action.Rank() < 0 {
+				t.Fatalf("Detect(%q) gave a malformed finding %+v", line, got)
+			}
+			if termsafe.Clean(got.Message) != got.Message {
+				t.Fatalf("Detect(%q) kept control characters in %q", line, got.Message)
+			}
+		}
+	})
+}
