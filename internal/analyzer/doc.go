@@ -46,8 +46,9 @@
 // double; cross-type comparisons work (gpu.temperatureCelsius > 90).
 // hasBits(x, mask) tests bit masks (clockEventReasons; CEL has no &).
 // node.available is false when the backend could not read the GPUs at
-// all (Evaluate(nil, …)). A finding is {source, code, xid, gpu, severity,
-// action, time, message}.
+// all (Evaluate(nil, …)). A finding is {source, code, xid, gpu, device,
+// severity, action, time, message}; device names a fabric adapter or
+// switch ("" otherwise).
 //
 // delta holds, per GPU, current minus previous reading of the counters
 // pcieReplayCounter, eccVolatileCorrected, eccVolatileUncorrected,

@@ -170,7 +170,7 @@ func gpuVars(g *gpu.GPUSnapshot) map[string]any {
 
 func findingVars(f *finding.Finding) map[string]any {
 	return map[string]any{
-		"source": f.Source, "code": f.Code, "xid": i64(f.Xid), "gpu": f.GPU,
+		"source": f.Source, "code": f.Code, "xid": i64(f.Xid), "gpu": f.GPU, "device": f.Device,
 		"severity": string(f.Severity), "action": string(f.Action), "time": f.Time, "message": f.Message,
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 type diagnoseOptions struct {
 	kmsgPath  string
+	fmPath    string
 	smiPath   string
 	out       *printer
 	xidConfig string
@@ -29,11 +30,12 @@ type diagnoseOptions struct {
 func newDiagnoseCommand(in io.Reader, out io.Writer) *cobra.Command {
 	o := &diagnoseOptions{}
 	cmd := &cobra.Command{
-		Use:   "diagnose [--kmsg FILE|-] [--smi-xml FILE] | [--dcgm-diag FILE] [--nccl FILE] [--nvbandwidth FILE] [-o table|wide|json|yaml]",
+		Use:   "diagnose [--kmsg FILE|-] [--fm-log FILE] [--smi-xml FILE] | [--dcgm-diag FILE] [--nccl FILE] [--nvbandwidth FILE] [-o table|wide|json|yaml]",
 		Short: "Triage a saved kernel log, nvidia-smi -q -x dump or health-gate check output, offline",
 		Long: `Reads a kernel log (raw /dev/kmsg records, dmesg, dmesg -T, dmesg --time-format iso,
-dmesg --decode, syslog or journal text; "-" for stdin) and/or an nvidia-smi -q -x
-dump, and reports what is wrong with the node's GPUs, worst first: a table
+dmesg --decode, syslog or journal text; "-" for stdin), a Fabric Manager log
+(/var/log/fabricmanager.log) and/or an nvidia-smi -q -x dump, and reports what
+is wrong with the node's GPUs and fabric, worst first: a table
 (-o wide is the same table), or the report as JSON or YAML.
 
 Or judges saved outputs of the health gate's checks as the controller would:
@@ -48,13 +50,14 @@ findings (a check failed), 4 unreadable input (a check output says nothing).`,
 			if o.checks.any() {
 				return runDiagnoseChecks(out, o)
 			}
-			if o.kmsgPath == "" && o.smiPath == "" {
-				return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("nothing to diagnose: give --kmsg FILE|- and/or --smi-xml FILE, or --dcgm-diag, --nccl or --nvbandwidth FILE")}
+			if o.kmsgPath == "" && o.fmPath == "" && o.smiPath == "" {
+				return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("nothing to diagnose: give --kmsg FILE|-, --fm-log FILE and/or --smi-xml FILE, or --dcgm-diag, --nccl or --nvbandwidth FILE")}
 			}
 			return runDiagnose(in, out, o)
 		},
 	}
 	cmd.Flags().StringVar(&o.kmsgPath, "kmsg", "", "kernel log file, or - for stdin")
+	cmd.Flags().StringVar(&o.fmPath, "fm-log", "", "NVIDIA Fabric Manager log file (fabricmanager.log; its stamps are read in the local zone)")
 	cmd.Flags().StringVar(&o.smiPath, "smi-xml", "", "nvidia-smi -q -x output file")
 	cmd.Flags().StringVar(&o.checks.dcgmPath, "dcgm-diag", "", "saved dcgmi diag output (JSON from -j, or the text table)")
 	cmd.Flags().IntVar(&o.checks.dcgmLevel, "dcgm-level", 0, "the -r level the DCGM output was run at (shown as its floor)")
@@ -75,6 +78,11 @@ func runDiagnose(in io.Reader, out io.Writer, o *diagnoseOptions) error {
 	rep := &diagnose.Report{}
 	if o.kmsgPath != "" {
 		if err := diagnoseKmsg(rep, in, o.kmsgPath, cat); err != nil {
+			return &ExitError{Code: diagnose.ExitUnreadable, Err: err}
+		}
+	}
+	if o.fmPath != "" {
+		if err := diagnoseFM(rep, o.fmPath); err != nil {
 			return &ExitError{Code: diagnose.ExitUnreadable, Err: err}
 		}
 	}
@@ -133,6 +141,37 @@ func diagnoseKmsg(rep *diagnose.Report, stdin io.Reader, path string, cat xid.Ca
 	}
 	st := rd.Stats()
 	rep.Inputs = append(rep.Inputs, diagnose.InputStats{File: name, Lines: st.Lines, Records: st.Records,
+		Skipped: st.Skipped, TooLong: st.TooLong, InvalidUTF8: st.InvalidUTF8})
+	return nil
+}
+
+// diagnoseFM reads a Fabric Manager log with the kernel log's reader, as
+// the agent's follower of the file does: each line comes whole, bounded
+// in length, and the detector reads its stamp.
+func diagnoseFM(rep *diagnose.Report, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening Fabric Manager log: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	rd := kmsg.NewReader(f, kmsg.Options{})
+	det := detect.NewFabricManager(detect.FMOptions{})
+	var buf []finding.Finding
+	for {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading Fabric Manager log %s: %w", path, err)
+		}
+		buf = det.Append(buf[:0], rec.Message)
+		for _, f := range buf {
+			rep.Add(f)
+		}
+	}
+	st := rd.Stats()
+	rep.Inputs = append(rep.Inputs, diagnose.InputStats{File: path, Lines: st.Lines, Records: st.Records,
 		Skipped: st.Skipped, TooLong: st.TooLong, InvalidUTF8: st.InvalidUTF8})
 	return nil
 }

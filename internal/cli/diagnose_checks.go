@@ -42,8 +42,8 @@ type checkVerdict struct {
 // would. Exit status: 0 all passed, 2 one fell short, 4 one says nothing
 // (unreadable, truncated, not the tool's output).
 func runDiagnoseChecks(out io.Writer, o *diagnoseOptions) error {
-	if o.kmsgPath != "" || o.smiPath != "" {
-		return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("--dcgm-diag, --nccl and --nvbandwidth are diagnosed on their own: leave out --kmsg and --smi-xml")}
+	if o.kmsgPath != "" || o.fmPath != "" || o.smiPath != "" {
+		return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("--dcgm-diag, --nccl and --nvbandwidth are diagnosed on their own: leave out --kmsg, --fm-log and --smi-xml")}
 	}
 	if o.checks.minGBps < 0 {
 		return &ExitError{Code: diagnose.ExitUnreadable, Err: fmt.Errorf("--min-gbps %v: want a bandwidth of 0 or more GB/s", o.checks.minGBps)}

@@ -25,6 +25,26 @@ const (
 	CodeOOMKill          = "OOM_KILL"
 )
 
+// Codes of the network fabric's findings: the ConnectX driver (mlx5_core)
+// and the EFA driver in the kernel log. They are node-level (GPU empty)
+// and name the adapter in Device.
+const (
+	CodeMlx5CableUnplugged = "MLX5_CABLE_UNPLUGGED"
+	CodeMlx5ModuleDisabled = "MLX5_MODULE_DISABLED"
+	CodeMlx5ModuleError    = "MLX5_MODULE_ERROR"
+	CodeMlx5HighTemp       = "MLX5_HIGH_TEMPERATURE"
+	CodeMlx5LinkDown       = "MLX5_LINK_DOWN"
+	CodeMlx5FWFatal        = "MLX5_FW_FATAL"
+	CodeMlx5FWHealth       = "MLX5_FW_HEALTH"
+	CodeMlx5CmdTimeout     = "MLX5_CMD_TIMEOUT"
+	CodeMlx5PCIError       = "MLX5_PCI_ERROR"
+	CodeMlx5PCIePower      = "MLX5_PCIE_POWER"
+	CodeEFAAdminQueue      = "EFA_ADMIN_QUEUE_FAILED"
+	CodeEFADeviceFailed    = "EFA_DEVICE_FAILED"
+	CodeEFACmdFailed       = "EFA_CMD_FAILED"
+	CodeEFAAsyncEvent      = "EFA_ASYNC_EVENT"
+)
+
 // Options configures a Detector; the zero value is usable.
 type Options struct {
 	// Source fills Finding.Source; default "kmsg".
@@ -46,10 +66,11 @@ type Detector struct {
 	now     func() time.Time
 	counter *xid.Counter
 
-	seq   uint64            // lines seen, for "within the next few lines"
-	buses map[string]string // raw bus id → normalized ("" if invalid)
-	fob   fellOffState
-	oom   oomState
+	seq    uint64            // lines seen, for "within the next few lines"
+	buses  map[string]string // raw bus id → normalized ("" if invalid)
+	fob    fellOffState
+	oom    oomState
+	mlx5st mlx5State
 }
 
 // maxBusCache bounds the bus-id cache; a node has a few dozen devices,
@@ -98,6 +119,7 @@ func (d *Detector) Append(dst []finding.Finding, msg string, t time.Time) []find
 // a substring every line of its kind contains, and noise misses them all.
 func (d *Detector) line(dst []finding.Finding, s, rest string, t time.Time) []finding.Finding {
 	d.seq++
+	fab := fabricDriver(s)
 	switch {
 	// A driver's words count only under the driver's own prefix at the
 	// start of the line; elsewhere they are someone else's text, and the
@@ -107,6 +129,12 @@ func (d *Detector) line(dst []finding.Finding, s, rest string, t time.Time) []fi
 		return d.nvrm(dst, s, rest, t)
 	case strings.Contains(s, "SXid") && isDriverLine(s, nvswitchPrefix):
 		return d.sxid(dst, s, t)
+	// The fabric's drivers print under their own prefix at the start of
+	// the line, which is a cheaper test than a search of the whole line.
+	case fab == fabricMlx5:
+		return d.mlx5(dst, s, t)
+	case fab == fabricEFA:
+		return d.efa(dst, s, t)
 	case strings.Contains(s, "PCIe"):
 		return d.pcie(dst, s, t)
 	case strings.Contains(s, "failed with error"):
@@ -138,6 +166,23 @@ func (d *Detector) emit(dst []finding.Finding, code, gpu string, sev finding.Sev
 		// and terminals, so no escape sequence may ride along.
 		Time: t, Message: termsafe.Clean(strings.TrimSpace(msg)),
 	})
+}
+
+// emitDevice is emit for a device that is not a GPU (the fabric's).
+func (d *Detector) emitDevice(dst []finding.Finding, code, dev string, sev finding.Severity, act finding.Action, t time.Time, msg string) []finding.Finding {
+	dst = d.emit(dst, code, "", sev, act, t, msg)
+	dst[len(dst)-1].Device = dev
+	return dst
+}
+
+// deviceBus is a fabric device's address, normalized; an address the
+// driver printed but that is no valid one (a corrupt line) stays as
+// printed, so the finding still says which device.
+func (d *Detector) deviceBus(bus string) string {
+	if g := d.normBus(bus); g != "" {
+		return g
+	}
+	return termsafe.Clean(strings.Clone(bus))
 }
 
 // normBus normalizes a bus id as the kernel printed it, caching results:

@@ -27,6 +27,22 @@ func TestLookalikesOpenNothing(t *testing.T) {
 		{"fell off the bus in an application's words", "trainer: GPU has fallen off the bus, retrying", nil},
 		{"OOM kill of a process named like an Xid", "Out of memory: Killed process 4242 (NVRM: Xid (PCI:) total-vm:100kB",
 			[]finding.Finding{fnd("OOM_KILL", 0, "", warning, none, "Out of memory: Killed process 4242 (NVRM: Xid (PCI:) total-vm:100kB")}},
+		// The fabric's drivers likewise: their words count only under
+		// their own prefix, at the start, naming a real address.
+		{"cable unplugged in an application's words", "netcheck: Cable unplugged on port 1", nil},
+		{"mlx5 line relayed", "python[1234]: mlx5_core 0000:41:00.1: Port module event: module 1, Cable unplugged", nil},
+		{"health compromised in an application's words", "trainer: device's health compromised - reached miss count", nil},
+		{"mlx5 prefix without an address", "mlx5_core foo: Port module event: module 1, Cable unplugged", nil},
+		{"mlx5 prefix with a half address", "mlx5_core 0000:41: Port module event[error]: module 0, Cable error, Bus stuck", nil},
+		{"mlx5 interface name with a space", "mlx5_core 0000:41:00.0 en p0: Link down", nil},
+		{"mlx5 probe failure is not the device's line", "mlx5_core: probe of 0000:03:00.0 failed with error -22", nil},
+		{"other driver's link down", "ixgbe 0000:01:00.0 eno1: NIC Link is Down", nil},
+		{"ENA, the same cards' Ethernet driver", "ena 0000:00:05.0: Reset indication didn't turn on", nil},
+		{"ENA admin queue", "ena 0000:00:05.0 eth0: Wait for completion (polling) timeout", nil},
+		{"another RDMA driver's class line", "infiniband mlx5_0: Wait for completion (polling) timeout", nil},
+		{"EFA line relayed", "app: efa 0000:00:06.0 efa_0: Admin queue is closed", nil},
+		{"OOM kill of a process named like the driver", "Out of memory: Killed process 4242 (mlx5_core 0000) total-vm:100kB",
+			[]finding.Finding{fnd("OOM_KILL", 0, "", warning, none, "Out of memory: Killed process 4242 (mlx5_core 0000) total-vm:100kB")}},
 		// The driver's own lines still count, indented or syslog-tagged.
 		{"driver's own Xid", "NVRM: Xid (PCI:0000:05:00): 79, pid=1, GPU has fallen off the bus.",
 			[]finding.Finding{fnd("XID79", 79, "0000:05:00.0", fatal, reboot, "NVRM: Xid (PCI:0000:05:00): 79, pid=1, GPU has fallen off the bus.")}},

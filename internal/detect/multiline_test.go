@@ -12,15 +12,17 @@ import (
 
 const fellOffMsg = "NVRM: The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus and is not responding to commands."
 
+type multiCase struct {
+	name string
+	msgs []string
+	want []finding.Finding
+}
+
 // TestMultiLine feeds each case's messages in order to one Detector and
 // expects the findings of all of them together.
 func TestMultiLine(t *testing.T) {
 	fellOff := []finding.Finding{fnd("GPU_FELL_OFF_BUS", 0, "0000:b3:00.0", fatal, reboot, fellOffMsg)}
-	tests := []struct {
-		name string
-		msgs []string
-		want []finding.Finding
-	}{
+	tests := []multiCase{
 		{"fell off, one record (sim, /dev/kmsg)", []string{
 			"NVRM: The NVIDIA GPU 0000:b3:00.0\nNVRM: (PCI ID: 10de:26b5) installed in this system has\nNVRM: fallen off the bus and is not responding to commands.",
 		}, fellOff},
@@ -81,6 +83,7 @@ func TestMultiLine(t *testing.T) {
 			fnd("OOM_KILL", 0, "", warning, none, "Memory cgroup out of memory: Killed process 4243 (python) total-vm:100kB"),
 		}},
 	}
+	tests = append(tests, mlx5HealthCases()...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := newDetector(t)
@@ -117,5 +120,35 @@ func TestAppendReusesCallerSlice(t *testing.T) {
 	}
 	if got := d.Detect(strings.Repeat("x", 10), t0); got != nil {
 		t.Errorf("noise gave %v, want nil", got)
+	}
+}
+
+// mlx5HealthCases: one firmware health report is a fatal line and the
+// dump of the health buffer after it (newer kernels head the dump with
+// "Health issue observed, …"); the report is one finding whether its
+// lines arrive one per record or joined, and another CPU's line or
+// another adapter's in between changes nothing.
+func mlx5HealthCases() []multiCase {
+	const (
+		dev0     = "0000:73:00.0"
+		missed   = "mlx5_core 0000:73:00.0: poll_health:1151:(pid 0): device's health compromised - reached miss count"
+		header   = "mlx5_core 0000:73:00.0: print_health_info:453:(pid 0): Health issue observed, firmware internal error, severity(3) ERROR:"
+		assert0  = "mlx5_core 0000:73:00.0: print_health_info:457:(pid 0): assert_var[0] 0x00000003"
+		synd     = "mlx5_core 0000:73:00.0: print_health_info:470:(pid 0): synd 0x1: firmware internal error"
+		otherHdr = "mlx5_core 0000:13:00.0: print_health_info:453:(pid 0): Health issue observed, firmware internal error, severity(3) ERROR:"
+	)
+	fatalF := fnd("MLX5_FW_FATAL", 0, "", fatal, reboot, missed)
+	fatalF.Device = dev0
+	alone := fnd("MLX5_FW_HEALTH", 0, "", warning, none, header)
+	alone.Device = dev0
+	other := fnd("MLX5_FW_HEALTH", 0, "", warning, none, otherHdr)
+	other.Device = "0000:13:00.0"
+	return []multiCase{
+		{"mlx5 health report, one line per record", []string{missed, header, assert0, synd}, []finding.Finding{fatalF}},
+		{"mlx5 health report, joined", []string{missed + "\n" + header + "\n" + assert0 + "\n" + synd}, []finding.Finding{fatalF}},
+		{"mlx5 health report, other lines in between", []string{missed, "IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready", header}, []finding.Finding{fatalF}},
+		{"mlx5 health issue without a fatal line", []string{header, synd}, []finding.Finding{alone}},
+		{"mlx5 health issue of another adapter", []string{missed, otherHdr}, []finding.Finding{fatalF, other}},
+		{"mlx5 health issue long after the fatal line", append(append([]string{missed}, "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8"), header), []finding.Finding{fatalF, alone}},
 	}
 }

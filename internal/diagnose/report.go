@@ -1,5 +1,5 @@
-// Package diagnose turns findings from a saved kernel log and an
-// nvidia-smi dump into a triage report: repeated findings grouped, worst
+// Package diagnose turns findings from a saved kernel log, a Fabric
+// Manager log and an nvidia-smi dump into a triage report: repeated findings grouped, worst
 // first, with an exit status a script can act on.
 package diagnose
 
@@ -20,12 +20,14 @@ const (
 	ExitUnreadable = 4
 )
 
-// Group is every finding of one code on one GPU (or the node).
+// Group is every finding of one code on one GPU, one fabric device (an
+// adapter, a switch) or the node.
 type Group struct {
 	Source   string           `json:"source"`
 	Code     string           `json:"code"`
 	Xid      uint64           `json:"xid,omitempty"`
 	GPU      string           `json:"gpu,omitempty"`
+	Device   string           `json:"device,omitempty"`
 	Severity finding.Severity `json:"severity"`
 	Action   finding.Action   `json:"action"`
 	Count    int              `json:"count"`
@@ -62,7 +64,7 @@ type NodeSummary struct {
 	FoundGPUs         int    `json:"foundGPUs"`
 }
 
-type groupKey struct{ source, code, gpu string }
+type groupKey struct{ source, code, gpu, device string }
 
 // Add folds f into its group: the count grows, the time span widens, and
 // the group keeps the worst severity and heaviest action seen (a count
@@ -71,12 +73,12 @@ func (r *Report) Add(f finding.Finding) {
 	if r.index == nil {
 		r.index = map[groupKey]int{}
 	}
-	k := groupKey{f.Source, f.Code, f.GPU}
+	k := groupKey{f.Source, f.Code, f.GPU, f.Device}
 	i, ok := r.index[k]
 	if !ok {
 		r.index[k] = len(r.Findings)
 		r.Findings = append(r.Findings, Group{
-			Source: f.Source, Code: f.Code, Xid: f.Xid, GPU: f.GPU, Severity: f.Severity, Action: f.Action,
+			Source: f.Source, Code: f.Code, Xid: f.Xid, GPU: f.GPU, Device: f.Device, Severity: f.Severity, Action: f.Action,
 			Count: 1, First: f.Time, Last: f.Time, Message: f.Message,
 		})
 		return
@@ -106,6 +108,7 @@ func (r *Report) Sort() {
 			cmp.Compare(b.Count, a.Count),
 			cmp.Compare(a.Code, b.Code),
 			cmp.Compare(a.GPU, b.GPU),
+			cmp.Compare(a.Device, b.Device),
 		)
 	})
 	r.index = nil // positions changed; Add rebuilds it
@@ -113,7 +116,7 @@ func (r *Report) Sort() {
 		if r.index == nil {
 			r.index = map[groupKey]int{}
 		}
-		r.index[groupKey{g.Source, g.Code, g.GPU}] = i
+		r.index[groupKey{g.Source, g.Code, g.GPU, g.Device}] = i
 	}
 }
 

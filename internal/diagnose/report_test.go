@@ -33,6 +33,24 @@ func TestAddGroupsAndSortsWorstFirst(t *testing.T) {
 	}
 }
 
+// TestFabricFindingsGroupByDevice: findings of the fabric leave GPU empty
+// and name their adapter; one code on two adapters is two groups, so a
+// report says which cable to look at.
+func TestFabricFindingsGroupByDevice(t *testing.T) {
+	var r Report
+	for _, dev := range []string{"0000:41:00.1", "0000:41:00.1", "0000:c1:00.0"} {
+		r.Add(finding.Finding{Source: "kmsg", Code: "MLX5_CABLE_UNPLUGGED", Device: dev, Severity: finding.Warning, Action: finding.ActionNone})
+	}
+	r.Sort()
+	var got []string
+	for _, g := range r.Findings {
+		got = append(got, g.Device+"×"+string(rune('0'+g.Count)))
+	}
+	if d := cmp.Diff([]string{"0000:41:00.1×2", "0000:c1:00.0×1"}, got); d != "" {
+		t.Errorf("groups (-want +got):\n%s", d)
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	for sev, want := range map[finding.Severity]int{finding.Info: ExitClean, finding.Unknown: ExitWarning, finding.Warning: ExitWarning, finding.Fatal: ExitFatal} {
 		var r Report

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -26,14 +27,16 @@ func WriteTable(w io.Writer, r *Report, color bool) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if len(r.Findings) > 0 {
-		fmt.Fprintln(tw, "SEVERITY\tACTION\tCODE\tGPU\tCOUNT\tFIRST\tLAST\tMESSAGE")
+		// DEVICE is the GPU, or for the fabric's findings the adapter or
+		// switch: which part to look at, in one column.
+		fmt.Fprintln(tw, "SEVERITY\tACTION\tCODE\tDEVICE\tCOUNT\tFIRST\tLAST\tMESSAGE")
 	}
 	for _, g := range r.Findings {
 		sev := string(g.Severity)
 		if color {
 			sev = paint(g.Severity) + sev + reset
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", sev, g.Action, g.Code, orDash(g.GPU), g.Count,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", sev, g.Action, g.Code, orDash(cmp.Or(g.GPU, g.Device)), g.Count,
 			stamp(g.First), stamp(g.Last), oneLine(termsafe.Line(g.Message), 100))
 	}
 	if err := tw.Flush(); err != nil {

@@ -89,12 +89,19 @@ type Finding struct {
 	Source string `json:"source"`
 	// Code names the kind: XID79, SXID, PCIE_AER, GPU_FELL_OFF_BUS,
 	// DRIVER_LOAD_FAILED, SOFT_LOCKUP, HUNG_TASK, CONNTRACK_FULL,
-	// KERNEL_BUG, OOM_KILL, DBE, ROW_REMAP_FAILURE, ...
+	// KERNEL_BUG, OOM_KILL, DBE, ROW_REMAP_FAILURE, the fabric's MLX5_*,
+	// EFA_* and FM_*, ...
 	Code string `json:"code"`
 	// Xid is set for Xid findings.
 	Xid uint64 `json:"xid,omitempty"`
 	// GPU is the normalized PCI bus id (0000:3b:00.0) when known.
-	GPU      string   `json:"gpu,omitempty"`
+	GPU string `json:"gpu,omitempty"`
+	// Device names the device a finding is about when it is not a GPU:
+	// a network adapter or NVSwitch of the fabric, by its normalized PCI
+	// bus id, or by its RDMA device name when the line gives no address.
+	// Kept apart from GPU so that nothing meant for a GPU (a reset, the
+	// GPU's condition) is aimed at a NIC; empty for GPU and node findings.
+	Device   string   `json:"device,omitempty"`
 	Severity Severity `json:"severity"`
 	Action   Action   `json:"action"`
 	// Time is when the kernel (or tool) reported it; zero when unknown.
