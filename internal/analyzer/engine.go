@@ -294,7 +294,7 @@ func (e *Engine) evalFinding(st *ruleState, f *finding.Finding, ref *GPURef, now
 	if at.IsZero() || at.After(now) {
 		at = now
 	}
-	key := problemKey{gpu: f.GPU, code: f.Code}
+	key := problemKey{gpu: f.GPU, port: f.Device, code: f.Code}
 	s := st.probs[key]
 	if s == nil {
 		s = &state{code: f.Code}

@@ -6,10 +6,11 @@ import (
 	"github.com/gpuheal/gpuheal/internal/finding"
 )
 
-// problemKey identifies one problem of a rule: the GPU ("" for the node)
-// or the RDMA port, and, for finding rules, the finding's code, so that
-// Xid 48 and Xid 95 on one GPU are two problems with their own reasons
-// and clocks.
+// problemKey identifies one problem of a rule: the GPU ("" for the node),
+// the RDMA port (port rules) or the adapter a finding names, and, for
+// finding rules, the finding's code, so that Xid 48 and Xid 95 on one GPU
+// are two problems with their own reasons and clocks, and so are one code
+// on two adapters.
 type problemKey struct {
 	gpu, port, code string
 }
