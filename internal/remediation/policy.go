@@ -19,6 +19,7 @@ import (
 // policy read from a cache that predates a default still gets it here.
 var defaultUnhealthyConditions = []v1alpha1.UnhealthyCondition{
 	{Type: v1alpha1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: 2 * time.Minute}},
+	{Type: v1alpha1.ConditionGPUHealNetworkingHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: 2 * time.Minute}},
 	{Type: string(corev1.NodeReady), Status: metav1.ConditionFalse, For: metav1.Duration{Duration: 10 * time.Minute}},
 	{Type: string(corev1.NodeReady), Status: metav1.ConditionUnknown, For: metav1.Duration{Duration: 10 * time.Minute}},
 }
