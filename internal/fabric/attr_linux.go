@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 
@@ -9,10 +10,10 @@ import (
 
 // readAttrFile reads the attribute name of dir into buf and returns its
 // length; len(buf) bytes mean the file was too long. regular says that a
-// listing of dir showed name is a regular file, so it is not checked again. It opens the file
-// relative to its directory, so that the kernel walks one path component
-// instead of the dozen (and the class/infiniband symlink) of a full path:
-// a node's read is about a thousand files and has a millisecond.
+// listing of dir showed name is a regular file, so it is not checked
+// again. The file is opened relative to its directory, so that the kernel
+// walks one path component instead of the dozen (and the class/infiniband
+// symlink) of a full path: a node's read is about a thousand files.
 //
 // O_NONBLOCK and the check that the opened file is a regular one keep a
 // FIFO planted in the tree from blocking the agent and a device file
@@ -23,14 +24,14 @@ func readAttrFile(dir *os.File, name string, buf []byte, regular bool) (int, err
 	var err error
 	for {
 		fd, err = unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
-		if err != unix.EINTR {
+		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}
 	if err != nil {
 		return 0, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	if !regular {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
@@ -42,7 +43,7 @@ func readAttrFile(dir *os.File, name string, buf []byte, regular bool) (int, err
 	}
 	for {
 		n, err := unix.Read(fd, buf)
-		if err == unix.EINTR {
+		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
@@ -70,7 +71,7 @@ func openDirFd(dirfd int, name, path string) (*os.File, error) {
 	var err error
 	for {
 		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
+		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}

@@ -18,7 +18,7 @@ func readAttrFile(dir *os.File, name string, buf []byte, _ bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, err

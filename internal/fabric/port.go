@@ -20,7 +20,7 @@ func (r *reader) port(ports *os.File, num int, fail func(string, error)) Port {
 		fail(rel[:len(rel)-1], err)
 		return p
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	field := func(file string, set func(string) error) {
 		v, err := r.text(f, file)
 		if err == nil {
@@ -58,7 +58,7 @@ func (r *reader) counters(parent *os.File, name, rel string, fail func(string, e
 		}
 		return nil
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	entries, err := list(f, maxCounters)
 	if err != nil {
 		fail(rel, err)

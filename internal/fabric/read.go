@@ -68,7 +68,7 @@ func (r *reader) read(ctx context.Context, opts ReadOptions) (*Snapshot, error) 
 		s.Errors = append(s.Errors, problem("class/infiniband", err))
 		return s, nil
 	}
-	defer class.Close()
+	defer func() { _ = class.Close() }()
 	entries, err := list(class, maxDevices)
 	if err != nil {
 		s.Errors = append(s.Errors, problem("class/infiniband", err))
@@ -111,7 +111,7 @@ func (r *reader) device(ctx context.Context, class *os.File, name string) (d Dev
 		fail(name, err)
 		return d, nil
 	}
-	defer dir.Close()
+	defer func() { _ = dir.Close() }()
 	r.identity(&d, dir.Name(), fail)
 	for _, a := range []struct {
 		file string
@@ -128,7 +128,7 @@ func (r *reader) device(ctx context.Context, class *os.File, name string) (d Dev
 		fail("ports", err)
 	}
 	if ports != nil {
-		defer ports.Close()
+		defer func() { _ = ports.Close() }()
 	}
 	for _, num := range nums {
 		if err := ctx.Err(); err != nil {
