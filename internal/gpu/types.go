@@ -6,6 +6,8 @@ package gpu
 import (
 	"context"
 	"time"
+
+	"github.com/gpuheal/gpuheal/internal/fabric"
 )
 
 // Source reads every GPU of the node. Implementations must time-box each
@@ -66,6 +68,9 @@ type NodeSnapshot struct {
 	FabricManager string `json:"fabricManager,omitempty"`
 
 	GPUs []GPUSnapshot `json:"gpus"`
+	// Fabric is the node's RDMA network (InfiniBand, RoCE, EFA); nil when
+	// the agent did not read it.
+	Fabric *fabric.Snapshot `json:"fabric,omitempty"`
 	// Errors are node-level query failures (e.g. reading the driver version).
 	Errors []QueryError `json:"errors,omitempty"`
 }
