@@ -29,7 +29,7 @@ func TestHostileTree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(t, root, bond+"/fw_ver", strings.Repeat("9", 10<<20))
+	write(t, root, bond+"/fw_ver", strings.Repeat("9", 64<<10))
 	if err := os.Symlink("/dev/zero", filepath.Join(dir, "counters/port_rcv_data_zero")); err != nil {
 		t.Fatal(err)
 	}
