@@ -4,8 +4,8 @@
 // distributed training job dies from a flapping port as surely as from a
 // GPU that fell off the bus; this is the agent's view of that network.
 //
-// Every counter is a pointer: nil means the device does not expose it,
-// never zero.
+// A counter missing from its map is one the device does not expose (or
+// that said N/A, or failed to read), never zero; a nil RateGbps likewise.
 package fabric
 
 // Snapshot is one reading of every RDMA device of the node.
@@ -27,13 +27,17 @@ type Device struct {
 	Driver string `json:"driver,omitempty"`
 	// Kind is KindInfiniBand, KindRoCE or KindEFA: what the fabric is,
 	// decided from the driver and the ports' link layer.
-	Kind            string   `json:"kind"`
-	PCIBusID        string   `json:"pciBusId,omitempty"` // normalized 0000:3b:00.0
-	BoardID         string   `json:"boardId,omitempty"`
-	FirmwareVersion string   `json:"firmwareVersion,omitempty"`
-	NodeGUID        string   `json:"nodeGuid,omitempty"`
-	Ports           []Port   `json:"ports"`
-	Errors          []string `json:"errors,omitempty"`
+	Kind            string `json:"kind"`
+	PCIBusID        string `json:"pciBusId,omitempty"` // normalized 0000:3b:00.0
+	BoardID         string `json:"boardId,omitempty"`
+	FirmwareVersion string `json:"firmwareVersion,omitempty"`
+	NodeGUID        string `json:"nodeGuid,omitempty"`
+	Ports           []Port `json:"ports"`
+	// HWCounters are the device-wide hw_counters/<name> (EFA: the admin
+	// queue's cmds_err, no_completion_cmds, keep_alive_rcvd, …): a device
+	// whose firmware stopped answering shows here and in no port.
+	HWCounters map[string]uint64 `json:"hwCounters,omitempty"`
+	Errors     []string          `json:"errors,omitempty"`
 }
 
 // Kinds of fabric.
@@ -54,7 +58,8 @@ type Port struct {
 	// RateGbps is the negotiated rate ("400 Gb/sec (4X NDR)"); nil when
 	// unreadable.
 	RateGbps *float64 `json:"rateGbps,omitempty"`
-	// LinkLayer is "InfiniBand" or "Ethernet" (RoCE; EFA says Unspecified).
+	// LinkLayer is "InfiniBand", "Ethernet" (RoCE) or "Unknown" (EFA,
+	// whose driver reports no link layer).
 	LinkLayer string `json:"linkLayer,omitempty"`
 	// Counters are ports/<N>/counters/<name>: the InfiniBand port
 	// counters (symbol_error, link_downed, port_rcv_errors, …).

@@ -90,6 +90,9 @@ func (e *Exporter) render(snap *gpu.NodeSnapshot, results []CollectorResult, pre
 		return &m.out
 	}
 	e.renderNode(&m, snap)
+	if snap.Fabric != nil {
+		e.renderFabric(&m, snap.Fabric)
+	}
 	for i := range snap.GPUs {
 		g := &snap.GPUs[i]
 		m.lv = [nGPULabels]string{gpuLabel(g.Index), label(g.UUID), label(g.PCIBusID), label(g.Name)}

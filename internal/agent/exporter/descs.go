@@ -31,6 +31,7 @@ type descs struct {
 	nodeInfo, nodeGPUs, driverMismatch, fabricMgrUp *prometheus.Desc
 	deviceFiles, snapshotTime                       *prometheus.Desc
 	collectorSuccess, collectorDuration             *prometheus.Desc
+	fab                                             fabricDescs
 }
 
 func newDescs() *descs {
@@ -89,5 +90,26 @@ func newDescs() *descs {
 	d.snapshotTime = desc("snapshot_timestamp_seconds", "When the exported snapshot was taken, in Unix seconds.", nil)
 	d.collectorSuccess = desc("collector_success", "1 when the collector's last run succeeded.", []string{"collector"})
 	d.collectorDuration = desc("collector_duration_seconds", "How long the collector's last run took.", []string{"collector"})
+
+	fab := func(name, help string, labels ...string) *prometheus.Desc {
+		return desc("fabric_"+name, help, labels)
+	}
+	d.fab = fabricDescs{
+		devices:  fab("devices", "RDMA devices found under /sys/class/infiniband."),
+		expected: fab("devices_expected", "RDMA devices the node should have (flag or instance type); absent when unknown."),
+		readErrors: fab("read_errors", "Failures in the last read of the RDMA devices; node-level ones have device=\"\".",
+			"device"),
+		deviceInfo: fab("device_info", "RDMA device identity; always 1.",
+			"device", "kind", "driver", "pci_bus_id", "board_id", "firmware_version", "node_guid"),
+		deviceHW: fab("device_hw_counters_total", "Device-wide hw_counters (EFA admin queue), by the kernel's name.",
+			"device", "counter"),
+		portUp:   fab("port_up", "1 when the RDMA port's logical state is ACTIVE.", "device", "port", "kind"),
+		portInfo: fab("port_info", "RDMA port states and link layer; always 1.", "device", "port", "state", "phys_state", "link_layer"),
+		portRate: fab("port_rate_bytes_per_second", "Negotiated rate of the RDMA port.", "device", "port"),
+		portCounters: fab("port_counters_total", "InfiniBand port counters (ports/N/counters), by the kernel's name.",
+			"device", "port", "counter"),
+		portHWCounters: fab("port_hw_counters_total", "Driver port counters (ports/N/hw_counters), by the kernel's name.",
+			"device", "port", "counter"),
+	}
 	return d
 }

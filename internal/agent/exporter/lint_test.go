@@ -9,9 +9,10 @@ import (
 
 // TestLint runs Prometheus' naming rules (units, _total on counters, help
 // text) over every family: a healthy sim node plus the optional ones
-// (retired pages, Xids, query errors, collectors).
+// (retired pages, Xids, query errors, collectors, the RDMA fabric).
 func TestLint(t *testing.T) {
 	s := twoGPUSnapshot()
+	s.Fabric = fabricSnapshot()
 	s.GPUs = append(s.GPUs, simSnapshot(t).GPUs...)
 	for i := range s.GPUs {
 		s.GPUs[i].Index = i
