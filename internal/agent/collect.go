@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuheal/gpuheal/internal/agent/exporter"
+	"github.com/gpuheal/gpuheal/internal/fabric"
 	"github.com/gpuheal/gpuheal/internal/gpu"
 	"github.com/gpuheal/gpuheal/internal/gpu/host"
 )
@@ -20,6 +21,11 @@ type collector struct {
 	hostOpts     host.Options
 	probeHost    bool
 	expectedGPUs func() int
+	// readFabric reads the node's RDMA devices (nil: not read), with
+	// expectedRDMA the device count the node should have (0: unknown). A
+	// snapshot that comes with a fabric (the sim's) keeps it.
+	readFabric   func(context.Context) (*fabric.Snapshot, error)
+	expectedRDMA func() int
 	exp          *exporter.Exporter
 	// onSnapshot receives every snapshot, nil when the backend failed.
 	onSnapshot func(*gpu.NodeSnapshot)
@@ -61,6 +67,21 @@ func (c *collector) collectOnce(ctx context.Context, timeout time.Duration) (*gp
 	}
 	if n := c.expectedGPUs(); n > 0 {
 		snap.ExpectedGPUs = n
+	}
+	if snap.Fabric == nil && c.readFabric != nil {
+		fs := c.now()
+		f, err := c.readFabric(ctx)
+		// A read cut short by the pass's deadline reports nothing: a
+		// half-read fabric would look like devices gone missing.
+		if err == nil {
+			snap.Fabric = f
+		}
+		results = append(results, exporter.CollectorResult{Name: "fabric", Success: err == nil && len(f.Errors) == 0, Duration: c.now().Sub(fs)})
+	}
+	if c.expectedRDMA != nil && snap.Fabric != nil {
+		if n := c.expectedRDMA(); n > 0 {
+			snap.Fabric.ExpectedDevices = n
+		}
 	}
 	if c.beforeExport != nil {
 		c.beforeExport(snap)

@@ -10,7 +10,15 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
+	"github.com/gpuheal/gpuheal/internal/fabric"
 )
+
+// ownNodeFacts are what watchOwnNode keeps up to date: the expected GPU
+// and RDMA device counts, and the driver gate (nil: no backend to release).
+type ownNodeFacts struct {
+	gpus, rdma *atomic.Int64
+	gate       *driverGate
+}
 
 // watchOwnNode reads the agent's own Node, from the API server's watch
 // cache (resourceVersion=0) so that a fleet's agents cost it little, and
@@ -22,7 +30,8 @@ import (
 // Operator's driver-upgrade state (nil gate: no backend to release). It
 // reads every slow, and every fast while an upgrade label is on the node
 // or after a failed read, which keeps the last values.
-func watchOwnNode(ctx context.Context, kube rest.Interface, node string, expected *atomic.Int64, gate *driverGate, fast, slow time.Duration, log *slog.Logger) {
+func watchOwnNode(ctx context.Context, kube rest.Interface, node string, facts ownNodeFacts, fast, slow time.Duration, log *slog.Logger) {
+	expected, gate := facts.gpus, facts.gate
 	for {
 		wait := slow
 		var n kubecore.Node
@@ -41,6 +50,11 @@ func watchOwnNode(ctx context.Context, kube rest.Interface, node string, expecte
 				if count > 0 { // the other sources still count past a broken label
 					expected.Store(int64(count))
 				}
+			}
+			// The instance type's RDMA device count wins over the flag, as
+			// its GPU count does.
+			if rdma := fabric.ExpectedDevices(n.Labels[v1alpha1.LabelInstanceType]); rdma > 0 && facts.rdma != nil {
+				facts.rdma.Store(int64(rdma))
 			}
 			if gate != nil {
 				state, ok := n.Labels[v1alpha1.LabelNvidiaDriverUpgradeState]

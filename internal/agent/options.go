@@ -52,6 +52,19 @@ type Options struct {
 	// KmsgPoll is how often a followed file or the syslog(2) ring is
 	// checked for new records.
 	KmsgPoll time.Duration
+	// Fabric reads the node's RDMA devices (InfiniBand, RoCE, EFA) from
+	// SysfsPath/class/infiniband every interval.
+	Fabric bool
+	// SysfsPath is where the host's sysfs is mounted; "" means
+	// HostRoot/sys.
+	SysfsPath string
+	// ExpectedRDMADevices is how many RDMA devices the node should have
+	// when its instance type does not say (fabric.ExpectedDevices); 0 is
+	// unknown.
+	ExpectedRDMADevices int
+	// FabricManagerLog is NVIDIA Fabric Manager's log file, followed for
+	// its NVSwitch and NVLink failures; "" turns that off.
+	FabricManagerLog string
 	// PodResourcesSocket is the kubelet's pod-resources socket, read for
 	// the pods that hold a faulty GPU; "" turns it off (their pods are
 	// then unknown, and a repair drains the whole node).
@@ -143,6 +156,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ExpectedGPUs < 0 {
 		return fmt.Errorf("--expected-gpus %d: must be 0 (unknown) or more", o.ExpectedGPUs)
+	}
+	if o.ExpectedRDMADevices < 0 {
+		return fmt.Errorf("--expected-rdma-devices %d: must be 0 (unknown) or more", o.ExpectedRDMADevices)
 	}
 	if o.Once && !o.Standalone {
 		return fmt.Errorf("--once needs --standalone")

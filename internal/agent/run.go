@@ -54,14 +54,17 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	}()
 	log.Info("GPU backend ready", "backend", src.Name())
 
-	var expected atomic.Int64
+	var expected, expectedRDMA atomic.Int64
 	expected.Store(int64(o.ExpectedGPUs))
+	expectedRDMA.Store(int64(o.ExpectedRDMADevices))
 	exp := exporter.New(exporter.Options{RuntimeMetrics: true})
 	c := &collector{
 		src:          src,
 		hostOpts:     host.Options{Root: o.HostRoot},
 		probeHost:    src.Name() != BackendSim,
 		expectedGPUs: func() int { return int(expected.Load()) },
+		readFabric:   fabricReader(o),
+		expectedRDMA: func() int { return int(expectedRDMA.Load()) },
 		exp:          exp,
 		log:          log,
 		now:          clk.Now,
@@ -143,12 +146,15 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	if kube != nil {
 		// The Node's count wins over --expected-gpus (expected's first
 		// value), which stays only while the Node names none.
-		go watchOwnNode(ctx, kube, o.NodeName, &expected, gate, o.Interval, time.Minute, log)
+		go watchOwnNode(ctx, kube, o.NodeName, ownNodeFacts{gpus: &expected, rdma: &expectedRDMA, gate: gate}, o.Interval, time.Minute, log)
 	}
 	if err := startGPUResets(ctx, o, d, src, gate, health, c, exp, clk, log); err != nil {
 		return err
 	}
 
+	if o.FabricManagerLog != "" {
+		go followFabricManagerLog(ctx, o.FabricManagerLog, clk, onFinding, log)
+	}
 	if o.KmsgPath != "" {
 		fromKernel := onFinding
 		kernel := func(f finding.Finding) {
