@@ -1,16 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuheal/gpuheal/internal/detect"
 	"github.com/gpuheal/gpuheal/internal/diagnose"
+	"github.com/gpuheal/gpuheal/internal/fabric"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu/smi"
 	"github.com/gpuheal/gpuheal/internal/kmsg"
@@ -24,18 +27,23 @@ type diagnoseOptions struct {
 	out       *printer
 	xidConfig string
 	color     string
-	checks    checkFlags
+	// sysfs, rdmaDevices and instanceType: the fabric to check.
+	sysfs        string
+	rdmaDevices  int
+	instanceType string
+	checks       checkFlags
 }
 
 func newDiagnoseCommand(in io.Reader, out io.Writer) *cobra.Command {
 	o := &diagnoseOptions{}
 	cmd := &cobra.Command{
-		Use:   "diagnose [--kmsg FILE|-] [--fm-log FILE] [--smi-xml FILE] | [--dcgm-diag FILE] [--nccl FILE] [--nvbandwidth FILE] [-o table|wide|json|yaml]",
+		Use:   "diagnose [--kmsg FILE|-] [--fm-log FILE] [--smi-xml FILE] [--sysfs DIR] | [--dcgm-diag FILE] [--nccl FILE] [--nvbandwidth FILE] [-o table|wide|json|yaml]",
 		Short: "Triage a saved kernel log, nvidia-smi -q -x dump or health-gate check output, offline",
 		Long: `Reads a kernel log (raw /dev/kmsg records, dmesg, dmesg -T, dmesg --time-format iso,
 dmesg --decode, syslog or journal text; "-" for stdin), a Fabric Manager log
-(/var/log/fabricmanager.log) and/or an nvidia-smi -q -x dump, and reports what
-is wrong with the node's GPUs and fabric, worst first: a table
+(/var/log/fabricmanager.log), an nvidia-smi -q -x dump and/or the RDMA devices
+of a sysfs tree (--sysfs /sys on the node itself, or a copied one), and reports
+what is wrong with the node's GPUs and fabric, worst first: a table
 (-o wide is the same table), or the report as JSON or YAML.
 
 Or judges saved outputs of the health gate's checks as the controller would:
@@ -50,8 +58,8 @@ findings (a check failed), 4 unreadable input (a check output says nothing).`,
 			if o.checks.any() {
 				return runDiagnoseChecks(out, o)
 			}
-			if o.kmsgPath == "" && o.fmPath == "" && o.smiPath == "" {
-				return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("nothing to diagnose: give --kmsg FILE|-, --fm-log FILE and/or --smi-xml FILE, or --dcgm-diag, --nccl or --nvbandwidth FILE")}
+			if o.kmsgPath == "" && o.fmPath == "" && o.smiPath == "" && o.sysfs == "" {
+				return &ExitError{Code: diagnose.ExitUnreadable, Err: errors.New("nothing to diagnose: give --kmsg FILE|-, --fm-log FILE, --smi-xml FILE and/or --sysfs DIR, or --dcgm-diag, --nccl or --nvbandwidth FILE")}
 			}
 			return runDiagnose(in, out, o)
 		},
@@ -59,6 +67,9 @@ findings (a check failed), 4 unreadable input (a check output says nothing).`,
 	cmd.Flags().StringVar(&o.kmsgPath, "kmsg", "", "kernel log file, or - for stdin")
 	cmd.Flags().StringVar(&o.fmPath, "fm-log", "", "NVIDIA Fabric Manager log file (fabricmanager.log; its stamps are read in the local zone)")
 	cmd.Flags().StringVar(&o.smiPath, "smi-xml", "", "nvidia-smi -q -x output file")
+	cmd.Flags().StringVar(&o.sysfs, "sysfs", "", "a sysfs tree whose class/infiniband RDMA devices to check (/sys on the node)")
+	cmd.Flags().IntVar(&o.rdmaDevices, "expected-rdma-devices", 0, "with --sysfs: RDMA devices the node should have (0: the instance type's count when --instance-type names one, else unknown)")
+	cmd.Flags().StringVar(&o.instanceType, "instance-type", "", "with --sysfs: the node's instance type (p5.48xlarge: 32 EFA devices)")
 	cmd.Flags().StringVar(&o.checks.dcgmPath, "dcgm-diag", "", "saved dcgmi diag output (JSON from -j, or the text table)")
 	cmd.Flags().IntVar(&o.checks.dcgmLevel, "dcgm-level", 0, "the -r level the DCGM output was run at (shown as its floor)")
 	cmd.Flags().StringVar(&o.checks.ncclPath, "nccl", "", "saved nccl-tests output (all_reduce_perf and friends)")
@@ -88,6 +99,11 @@ func runDiagnose(in io.Reader, out io.Writer, o *diagnoseOptions) error {
 	}
 	if o.smiPath != "" {
 		if err := diagnoseSMI(rep, o.smiPath); err != nil {
+			return &ExitError{Code: diagnose.ExitUnreadable, Err: err}
+		}
+	}
+	if o.sysfs != "" {
+		if err := diagnoseSysfs(rep, o); err != nil {
 			return &ExitError{Code: diagnose.ExitUnreadable, Err: err}
 		}
 	}
@@ -210,4 +226,23 @@ func useColor(mode string, out io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// diagnoseSysfs reads the RDMA devices of a sysfs tree once.
+func diagnoseSysfs(rep *diagnose.Report, o *diagnoseOptions) error {
+	if _, err := os.Stat(o.sysfs); err != nil {
+		return fmt.Errorf("--sysfs: %w", err)
+	}
+	expected := o.rdmaDevices
+	if expected == 0 {
+		expected = fabric.ExpectedDevices(o.instanceType)
+	}
+	snap, err := fabric.Read(context.Background(), fabric.ReadOptions{Root: o.sysfs, ExpectedDevices: expected})
+	if err != nil {
+		return fmt.Errorf("reading RDMA devices under %s: %w", o.sysfs, err)
+	}
+	for _, f := range diagnose.FabricFindings(snap, "sysfs", time.Now()) {
+		rep.Add(f)
+	}
+	return nil
 }

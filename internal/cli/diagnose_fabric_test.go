@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,5 +47,37 @@ func TestDiagnoseFabric(t *testing.T) {
 	out, code = runCLI(t, "", "diagnose", "--fm-log", "testdata/nonexistent.log")
 	if code != diagnose.ExitUnreadable || !strings.Contains(out, "testdata/nonexistent.log") {
 		t.Errorf("missing Fabric Manager log: exit %d, %q", code, out)
+	}
+}
+
+// TestDiagnoseSysfs: --sysfs reads the RDMA devices of a tree; a port down
+// on a node whose instance type names its device count is fatal.
+func TestDiagnoseSysfs(t *testing.T) {
+	root := t.TempDir()
+	for dev, state := range map[string]string{"rdmap16s27": "4: ACTIVE", "rdmap32s27": "1: DOWN"} {
+		port := filepath.Join(root, "class", "infiniband", dev, "ports", "1")
+		if err := os.MkdirAll(filepath.Join(port, "hw_counters"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range map[string]string{"state": state, "phys_state": "5: LinkUp", "rate": "100 Gb/sec (4X EDR)", "link_layer": "Unknown"} {
+			if err := os.WriteFile(filepath.Join(port, name), []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rep, code := diagnoseJSON(t, "", "--sysfs", root, "--instance-type", "p4d.24xlarge")
+	if code != diagnose.ExitFatal {
+		t.Fatalf("exit %d, want fatal; %+v", code, rep.Findings)
+	}
+	codes := map[string]string{}
+	for _, g := range rep.Findings {
+		codes[g.Code+" "+g.Device] = string(g.Severity)
+	}
+	want := map[string]string{"FABRIC_DEVICE_MISSING ": "fatal", "FABRIC_PORT_DOWN rdmap32s27": "fatal"}
+	if !maps.Equal(codes, want) {
+		t.Errorf("findings %v, want %v", codes, want)
+	}
+	if out, code := runCLI(t, "", "diagnose", "--sysfs", filepath.Join(root, "nonexistent")); code != diagnose.ExitUnreadable {
+		t.Errorf("a missing tree: exit %d, %q", code, out)
 	}
 }
