@@ -256,6 +256,7 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 			UnhealthyConditions: []gpuhealv1.UnhealthyCondition{
 				{Type: gpuhealv1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, For: hold},
 				{Type: gpuhealv1.ConditionGPUHealKernelHealthy, Status: metav1.ConditionFalse, For: hold},
+				{Type: gpuhealv1.ConditionGPUHealNetworkingHealthy, Status: metav1.ConditionFalse, For: hold},
 			},
 			MaxUnhealthy: &twenty,
 			MaxParallel:  &parallel,

@@ -94,13 +94,13 @@ func (v *demoView) poll(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// detections prints a node's GPU or kernel condition turning False (what
+// detections prints a node's GPU, kernel or network condition turning False (what
 // the agent found) and clears it when the node is healthy again.
 func (v *demoView) detections(now time.Time, rows []fleetview.Row) {
 	for _, r := range rows {
 		problem, message := "", ""
 		for _, c := range r.Conditions {
-			if (gpuhealv1.IsAgentGPUCondition(c.Type) || gpuhealv1.IsAgentKernelCondition(c.Type)) && c.Bad() {
+			if gpuhealv1.IsAgentHealthCondition(c.Type) && c.Bad() {
 				problem = c.Type + "=" + c.Status + " " + c.Reason
 				message = c.Message
 				break

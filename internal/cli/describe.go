@@ -124,12 +124,14 @@ func writeNodeSummary(out io.Writer, n *corev1.Node, row fleetview.Row, now time
 func twinShown(n *corev1.Node, t corev1.NodeConditionType) bool {
 	var twin corev1.NodeConditionType
 	switch t {
-	case gpuhealv1.ConditionAcceleratedHardwareReady, gpuhealv1.ConditionKernelReady:
+	case gpuhealv1.ConditionAcceleratedHardwareReady, gpuhealv1.ConditionKernelReady, gpuhealv1.ConditionNetworkingReady:
 		return true
 	case gpuhealv1.ConditionGPUHealAcceleratorHealthy:
 		twin = gpuhealv1.ConditionAcceleratedHardwareReady
 	case gpuhealv1.ConditionGPUHealKernelHealthy:
 		twin = gpuhealv1.ConditionKernelReady
+	case gpuhealv1.ConditionGPUHealNetworkingHealthy:
+		twin = gpuhealv1.ConditionNetworkingReady
 	default:
 		return false
 	}

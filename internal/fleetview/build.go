@@ -13,12 +13,12 @@ import (
 )
 
 // ConditionTypes are the node conditions a state is read from: the
-// agent's two, under gpuheal's names and under the EKS names (the agent
+// agent's three, under gpuheal's names and under the EKS names (the agent
 // publishes one set, by --condition-types; the EKS node monitoring agent
 // the EKS one), and the kubelet's.
 var ConditionTypes = []corev1.NodeConditionType{
-	v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy,
-	v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, corev1.NodeReady,
+	v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy, v1alpha1.ConditionGPUHealNetworkingHealthy,
+	v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, v1alpha1.ConditionNetworkingReady, corev1.NodeReady,
 }
 
 // Build makes the view of nodes, with the open incident of each from rems

@@ -154,6 +154,7 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 			UnhealthyConditions: []gpuhealv1.UnhealthyCondition{
 				{Type: gpuhealv1.ConditionGPUHealAcceleratorHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
 				{Type: gpuhealv1.ConditionGPUHealKernelHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
+				{Type: gpuhealv1.ConditionGPUHealNetworkingHealthy, Status: metav1.ConditionFalse, For: metav1.Duration{Duration: p.holdFor}},
 			},
 			MaxUnhealthy: &twenty,
 			MaxParallel:  &parallel,
@@ -248,7 +249,7 @@ func (r *run) settled(ctx context.Context) bool {
 
 func brokenNode(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
-		if (gpuhealv1.IsAgentGPUCondition(string(c.Type)) || gpuhealv1.IsAgentKernelCondition(string(c.Type))) && c.Status == corev1.ConditionFalse {
+		if gpuhealv1.IsAgentHealthCondition(string(c.Type)) && c.Status == corev1.ConditionFalse {
 			return true
 		}
 	}

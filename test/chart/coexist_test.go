@@ -23,11 +23,11 @@ func TestConditionTypes(t *testing.T) {
 		may, mayNot []string
 	}{
 		{"default", nil, "--condition-types=gpuheal",
-			[]string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy},
-			[]string{v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady}},
+			[]string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy, v1alpha1.ConditionGPUHealNetworkingHealthy},
+			[]string{v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, v1alpha1.ConditionNetworkingReady}},
 		{"eks", []string{"--set", "agent.conditionTypes=eks", "--set", "remediationPolicy.create=false"}, "--condition-types=eks",
-			[]string{v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady},
-			[]string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy}},
+			[]string{v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, v1alpha1.ConditionNetworkingReady},
+			[]string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy, v1alpha1.ConditionGPUHealNetworkingHealthy}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := decode(t, render(t, tc.args...))

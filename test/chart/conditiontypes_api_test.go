@@ -84,13 +84,13 @@ func TestEKSConditionTypesOnTheAPIServer(t *testing.T) {
 		return false, err
 	})
 
-	for _, ty := range []string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy} {
+	for _, ty := range []string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy, v1alpha1.ConditionGPUHealNetworkingHealthy} {
 		err := nodestatus.PatchConditions(ctx, agent, nodeA, cond(ty), time.Now())
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may change only the Node conditions") {
 			t.Errorf("writing %s on its own node with conditionTypes=eks: %v, want forbidden", ty, err)
 		}
 	}
-	eks := cond(v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady)
+	eks := cond(v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, v1alpha1.ConditionNetworkingReady)
 	if err := nodestatus.PatchConditions(ctx, agent, nodeA, eks, time.Now()); err != nil {
 		t.Fatalf("writing the EKS names on its own node: %v", err)
 	}
@@ -102,12 +102,12 @@ func TestEKSConditionTypesOnTheAPIServer(t *testing.T) {
 	for _, c := range n.Status.Conditions {
 		have[string(c.Type)] = true
 	}
-	for _, ty := range []string{v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady} {
+	for _, ty := range []string{v1alpha1.ConditionAcceleratedHardwareReady, v1alpha1.ConditionKernelReady, v1alpha1.ConditionNetworkingReady} {
 		if !have[ty] {
 			t.Errorf("node A lacks %s after the allowed patch: %+v", ty, n.Status.Conditions)
 		}
 	}
-	for _, ty := range []string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy} {
+	for _, ty := range []string{v1alpha1.ConditionGPUHealAcceleratorHealthy, v1alpha1.ConditionGPUHealKernelHealthy, v1alpha1.ConditionGPUHealNetworkingHealthy} {
 		if have[ty] {
 			t.Errorf("node A has %s, which the agent may not write with conditionTypes=eks", ty)
 		}
