@@ -15,9 +15,10 @@ import (
 
 // fabricReader reads the host's RDMA devices each collection, or nil
 // when --fabric is off. The sim backend brings its own fabric in its
-// snapshots and reads none from the machine it runs on.
+// snapshots and reads none from the machine it runs on, unless --sysfs
+// names a tree (the agent's benchmark reads a fixture that way).
 func fabricReader(o *Options) func(context.Context) (*fabric.Snapshot, error) {
-	if !o.Fabric || o.Backend == BackendSim {
+	if !o.Fabric || o.Backend == BackendSim && o.SysfsPath == "" {
 		return nil
 	}
 	root := o.SysfsPath

@@ -21,7 +21,7 @@ import (
 // the device plugin's /dev/kmsg).
 func TestAgentLeastPrivilege(t *testing.T) {
 	allowedHostPaths := map[string]bool{
-		"/proc": false, "/dev": false, "/dev/kmsg": false, "/var/log": false, // read-only
+		"/proc": false, "/dev": false, "/dev/kmsg": false, "/var/log": false, "/sys": false, // read-only
 		"/var/lib/kubelet/pod-resources": false, // read-only: the kubelet's socket
 		"/var/lib/gpuheal":               true,  // written: kernel-log position, fatal findings
 	}
