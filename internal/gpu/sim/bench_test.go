@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -26,5 +27,24 @@ func BenchmarkSnapshot8GPU(b *testing.B) {
 		if _, err := n.Snapshot(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSnapshotFabric is one read of a node with its 8 ConnectX HCAs
+// and 32 EFA devices: the fabric costs the fleet per node.
+func BenchmarkSnapshotFabric(b *testing.B) {
+	for _, opts := range []Options{ib8, efa} {
+		b.Run(fmt.Sprint(opts.Fabric.Devices, opts.Fabric.Kind), func(b *testing.B) {
+			opts.Seed = 1
+			n, clk := newTestNode(b, opts)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				clk.Step(time.Second)
+				if _, err := n.Snapshot(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

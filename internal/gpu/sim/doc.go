@@ -4,7 +4,10 @@
 // Every reading is a pure function of (Options.Seed, Options.NodeName, GPU
 // index, clock second), so the same options, clock times and fault
 // sequence give byte-identical snapshots. The node starts healthy and idle
-// (35–45 C, GPU-idle clock reason, zero error counters).
+// (35–45 C, GPU-idle clock reason, zero error counters). With
+// Options.Fabric it has RDMA devices too (fabric.go): up to 8 ConnectX-7
+// InfiniBand HCAs or 32 EFA devices, every port up, their byte and packet
+// counters advancing with the clock.
 //
 // Faults (Fault.Kind, with Params) change what the next Snapshot reads and
 // write the kernel-log records the real fault produces, in the forms seen
@@ -39,6 +42,23 @@
 //	                     check outputs show it (DCGMDiag, NCCLAllReduce, NVBandwidth). After surface-after
 //	                     of workload (SetBusy) in one boot it becomes its passive fault (nccl-bandwidth and
 //	                     dcgm-diagnostic: fell-off-bus, Xid 79; dcgm-memory: dbe, Xid 48)
+//
+// The RDMA fabric's kinds are node-level; device (default 0) is the
+// device's index in PCI order (mlx5_N's N). A node needs Options.Fabric
+// for them, and EFA devices take only fabric-device-missing and
+// efa-errors (their driver hard-codes the port's state and rate and has no
+// port counters). A reboot (Reset) fixes none of them: the adapters'
+// counters start over and the fault goes on (fabricfault.go).
+//
+//	fabric-port-down       device: DOWN/Polling at 10 Gb/s, traffic stops, link_downed +1; level 6
+//	                       "mlx5_core 0000:1a:00.0: mlx5_port_module_event:1131:(pid 0): Port module event: module 0, Cable unplugged"
+//	fabric-link-flap       device, every (1m, at least 1s), times (5): link_downed +1 at once and every
+//	                       `every` after, times in all; the port reads ACTIVE throughout; silent
+//	fabric-symbol-errors   device, rate (5 a second): symbol_error rises (16 bits, held at 65535); silent
+//	fabric-degraded-rate   device, rate (200 Gb/s, below the port's 400): the port trains at rate; silent
+//	fabric-device-missing  device: the device is gone from Fabric.Devices; silent
+//	efa-errors             device, rate (1 a second), counter (retrans_timeout_events, impaired_remote_conn_events,
+//	                       unresponsive_remote_events, rdma_read_wr_err, rdma_write_wr_err): the hw_counter rises; silent
 //
 // Kernel-log records are kept (KernelLog) and streamed to
 // Options.KernelLog as raw /dev/kmsg lines ("4,12,600000123,-;NVRM: …");

@@ -34,6 +34,14 @@ const (
 	KindFabricManagerStopped Kind = "fabric-manager-stopped"
 	KindRecoveryAction       Kind = "recovery-action"
 	KindLatent               Kind = "latent"
+	// The RDMA fabric's (fabricfault.go); the device param picks the
+	// device.
+	KindFabricPortDown      Kind = "fabric-port-down"
+	KindFabricLinkFlap      Kind = "fabric-link-flap"
+	KindFabricSymbolErrors  Kind = "fabric-symbol-errors"
+	KindFabricDegradedRate  Kind = "fabric-degraded-rate"
+	KindFabricDeviceMissing Kind = "fabric-device-missing"
+	KindEFAErrors           Kind = "efa-errors"
 )
 
 // kindInfo lists, per kind, whether it is node-level (GPU is ignored) and
@@ -60,6 +68,12 @@ var kindInfo = map[Kind]struct {
 	KindFabricManagerStopped: {node: true},
 	KindRecoveryAction:       {params: []string{"action"}},
 	KindLatent:               {params: []string{"mode", "factor", "surface-after", "surface"}},
+	KindFabricPortDown:       {node: true, params: []string{"device"}},
+	KindFabricLinkFlap:       {node: true, params: []string{"device", "every", "times"}},
+	KindFabricSymbolErrors:   {node: true, params: []string{"device", "rate"}},
+	KindFabricDegradedRate:   {node: true, params: []string{"device", "rate"}},
+	KindFabricDeviceMissing:  {node: true, params: []string{"device"}},
+	KindEFAErrors:            {node: true, params: []string{"device", "rate", "counter"}},
 }
 
 // Kinds lists every fault kind, sorted.
@@ -90,6 +104,7 @@ type spec struct {
 	action                         gpu.RecoveryAction
 	version, cuda                  string
 	latent                         latentSpec
+	fab                            fabricSpec
 }
 
 // Validate checks the kind and params without a node; Inject additionally
@@ -180,6 +195,9 @@ func (f Fault) parse() (spec, error) {
 		s.action = p.action("action")
 	case KindLatent:
 		s.latent = p.latent()
+	case KindFabricPortDown, KindFabricLinkFlap, KindFabricSymbolErrors,
+		KindFabricDegradedRate, KindFabricDeviceMissing, KindEFAErrors:
+		s.fab = p.fabricFault()
 	}
 	return s, p.err
 }

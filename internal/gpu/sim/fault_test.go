@@ -16,7 +16,7 @@ func TestInjectRejectsBadFaults(t *testing.T) {
 		fault Fault
 		want  string
 	}{
-		{"unknown kind", Options{}, Fault{Kind: "melt"}, `sim: unknown fault kind "melt" (known: dbe, driver-version-change, fabric-manager-stopped, fell-off-bus, gpu-missing, latent, nvlink-down, nvlink-errors, pcie-downgrade, pcie-replay, power-brake, recovery-action, retired-pages, row-remap-failure, row-remap-pending, sbe, thermal-slowdown, xid)`},
+		{"unknown kind", Options{}, Fault{Kind: "melt"}, `sim: unknown fault kind "melt" (known: dbe, driver-version-change, efa-errors, fabric-degraded-rate, fabric-device-missing, fabric-link-flap, fabric-manager-stopped, fabric-port-down, fabric-symbol-errors, fell-off-bus, gpu-missing, latent, nvlink-down, nvlink-errors, pcie-downgrade, pcie-replay, power-brake, recovery-action, retired-pages, row-remap-failure, row-remap-pending, sbe, thermal-slowdown, xid)`},
 		{"unknown param", Options{}, Fault{Kind: KindNVLinkDown, Params: params{"lnk": "1"}}, `sim: fault nvlink-down: unknown param "lnk" (allowed: link)`},
 		{"param on a kind without params", Options{}, Fault{Kind: KindPowerBrake, Params: params{"count": "1"}}, `sim: fault power-brake: unknown param "count" (takes no params)`},
 		{"missing required param", Options{}, Fault{Kind: KindXid}, `sim: fault xid: param "code": required`},

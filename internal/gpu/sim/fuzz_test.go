@@ -21,6 +21,13 @@ func FuzzLoadSchedule(f *testing.F) {
 		"a: &a [*a, *a]",
 		"- {at: 1s, fault: sbe, params: {on: yes}}",
 		"- at: 1m\n  gpu: 3\n  fault: latent\n  params: {mode: nccl-bandwidth, factor: 0.6, surface-after: 30m, surface: dbe}",
+		fabricSchedule,
+		"- at: 0s\n  fault: fabric-port-down\n  params: {device: 31}",
+		"- at: 0s\n  fault: fabric-link-flap\n  params: {device: 1, every: 999ms, times: 1001}",
+		"- at: 0s\n  fault: fabric-symbol-errors\n  params: {rate: 1e6}",
+		"- at: 0s\n  fault: fabric-degraded-rate\n  params: {device: 5, rate: 0.5}",
+		"- at: 0s\n  fault: fabric-device-missing\n  params: {device: -1}",
+		"- at: 0s\n  fault: efa-errors\n  params: {counter: rdma_read_wr_err, rate: NaN}",
 	} {
 		f.Add([]byte(seed))
 	}

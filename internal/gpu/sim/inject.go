@@ -32,10 +32,13 @@ func (n *Node) Inject(f Fault) error {
 }
 
 // check holds the rules that depend on this node: its GPU count, its
-// model's features and whether it has NVSwitches. It reads only what New
-// fixed, so it needs no lock.
+// model's features, whether it has NVSwitches and its fabric. It reads
+// only what New fixed, so it needs no lock.
 func (n *Node) check(s spec) error {
 	m := n.model
+	if IsFabricKind(s.Kind) {
+		return n.checkFabric(s)
+	}
 	if !kindInfo[s.Kind].node && s.GPU >= n.opts.GPUs {
 		return fmt.Errorf("fault %s: gpu %d out of range (node %s has %d GPUs)",
 			s.Kind, s.GPU, n.opts.NodeName, n.opts.GPUs)
@@ -180,6 +183,9 @@ func (n *Node) applyLocked(s spec, now time.Time) error {
 	case KindLatent:
 		// Nothing to read or log: the board just carries it (latent.go).
 		n.latent[s.GPU] = &latentState{latentSpec: s.latent}
+	case KindFabricPortDown, KindFabricLinkFlap, KindFabricSymbolErrors,
+		KindFabricDegradedRate, KindFabricDeviceMissing, KindEFAErrors:
+		out = append(out, n.fab.apply(s, now)...)
 	}
 	return n.log.emit(now.Sub(n.boot), out...)
 }

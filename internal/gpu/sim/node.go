@@ -41,7 +41,10 @@ type Node struct {
 	closed bool
 	// latent faults by GPU index (nil: none); they belong to the board,
 	// so Reset keeps them (latent.go).
-	latent    []*latentState
+	latent []*latentState
+	// fab is the RDMA fabric (nil: none); its faults are the cables',
+	// switches' and NICs', so Reset keeps them (fabricfault.go).
+	fab       *fabricState
 	busy      bool
 	busySince time.Time
 }
@@ -66,6 +69,9 @@ func New(opts Options) (*Node, error) {
 	}
 	n.start = n.clock.Now()
 	n.boot = n.start.Add(-o.Uptime)
+	if o.Fabric.Devices > 0 {
+		n.fab = newFabric(n.key, o.Fabric, n.boot)
+	}
 	n.resetLocked()
 	if err := n.SetSchedule(o.Schedule); err != nil {
 		return nil, err
@@ -135,6 +141,9 @@ func (n *Node) Snapshot(ctx context.Context) (*gpu.NodeSnapshot, error) {
 	// NVML just cannot talk to it. Only a GPU gone from the bus is unseen.
 	s.FoundGPUs = len(s.GPUs)
 	s.DeviceNodes = append(s.DeviceNodes, "/dev/nvidiactl", "/dev/nvidia-uvm")
+	if n.fab != nil {
+		s.Fabric = n.fab.snapshot(now)
+	}
 	if applyErr != nil {
 		s.Errors = append(s.Errors, gpu.QueryError{Query: "sim schedule", Message: applyErr.Error()})
 	}
@@ -152,12 +161,17 @@ func (n *Node) KernelLog(fromSeq uint64) []Record {
 // Reset puts every GPU and node fact back to what New built. The kernel
 // log keeps its records and sequence numbers, and schedule entries that
 // were already applied stay applied, so nothing fires twice. Latent
-// faults stay too (they are the board's), with their load time restarted.
+// faults stay too (they are the board's), with their load time restarted,
+// and so do fabric faults (a cable's, a switch port's, a NIC's), with
+// the adapters' counters started over (fabricfault.go).
 func (n *Node) Reset() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.resetLocked()
 	n.rearmLatentLocked()
+	if n.fab != nil {
+		n.fab.reboot(n.clock.Now())
+	}
 }
 
 func (n *Node) resetLocked() {
@@ -177,7 +191,10 @@ func (n *Node) resetLocked() {
 // zeroes volatile ECC counters, a reboot brings a lost GPU back, a reload
 // ends a driver mismatch. Aggregate counters, remapped-row counts and Xid
 // totals are history and stay. Clearing xid is a no-op, and so is
-// clearing latent: no repair but a new board removes it. Nothing is logged.
+// clearing latent: no repair but a new board removes it. A fabric kind is
+// cleared on every device, as a new cable or NIC would: the port is up at
+// full rate, the device is back, counters stop rising and keep their
+// counts. Nothing is logged.
 func (n *Node) Clear(gpuIndex int, kind Kind) error {
 	info, ok := kindInfo[kind]
 	if !ok {
@@ -192,6 +209,10 @@ func (n *Node) Clear(gpuIndex int, kind Kind) error {
 		case KindFabricManagerStopped:
 			if n.nvswitch {
 				n.fabric = "running"
+			}
+		default:
+			if n.fab != nil && IsFabricKind(kind) {
+				n.fab.clearKind(kind, n.clock.Now())
 			}
 		}
 		return nil

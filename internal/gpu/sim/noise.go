@@ -30,6 +30,11 @@ const (
 	hPowerNoise
 	hDBEAddr
 	hRemapAddr
+	hNodeGUID
+	hRDMARate // and hRDMARate+1: per direction
+	_
+	hRDMAJitter // and hRDMAJitter+1
+	_
 )
 
 func splitmix(x uint64) uint64 {

@@ -49,6 +49,9 @@ type Options struct {
 	// KernelLogSize is how many records the node keeps for KernelLog(),
 	// like the kernel's ring buffer; older ones are dropped. Default 4096.
 	KernelLogSize int
+	// Fabric is the node's RDMA network (fabric.go); the zero value is
+	// none, so Snapshot.Fabric is nil.
+	Fabric FabricOptions
 	// Schedule holds timed faults; entries for NodeName (or "*") are
 	// applied by Snapshot, ApplyDue and Run once their time has come,
 	// counted from New.
@@ -195,6 +198,9 @@ func (o Options) withDefaults() (Options, model, error) {
 	}
 	if o.KernelLogSize < 0 {
 		return o, model{}, fmt.Errorf("kernel log size %d is negative", o.KernelLogSize)
+	}
+	if o.Fabric, err = o.Fabric.withDefaults(); err != nil {
+		return o, model{}, err
 	}
 	return o, m, nil
 }
