@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	fakeclock "k8s.io/utils/clock/testing"
 
+	"github.com/gpuheal/gpuheal/internal/fabric"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
@@ -60,12 +61,21 @@ func TestSimFaults(t *testing.T) {
 		{"fabric-manager-stopped", "", sim.Fault{Kind: sim.KindFabricManagerStopped}, nil},
 		// Latent: nothing logged until it surfaces (as fell-off-bus or dbe, above).
 		{"latent", "", sim.Fault{Kind: sim.KindLatent, GPU: 3, Params: p{"mode": "nccl-bandwidth"}}, nil},
+		// The RDMA fabric's: only a port that loses its cable logs (the
+		// ConnectX module event, on the adapter, no GPU); the rest show
+		// in the counters only.
+		{"fabric-port-down", "", sim.Fault{Kind: sim.KindFabricPortDown, Params: p{"device": "3"}}, []one{{"MLX5_CABLE_UNPLUGGED", 0, "", warning, none}}},
+		{"fabric-link-flap", "", sim.Fault{Kind: sim.KindFabricLinkFlap}, nil},
+		{"fabric-symbol-errors", "", sim.Fault{Kind: sim.KindFabricSymbolErrors}, nil},
+		{"fabric-degraded-rate", "", sim.Fault{Kind: sim.KindFabricDegradedRate}, nil},
+		{"fabric-device-missing", "", sim.Fault{Kind: sim.KindFabricDeviceMissing}, nil},
+		{"efa-errors", "", sim.Fault{Kind: sim.KindEFAErrors}, nil},
 	}
 	covered := map[sim.Kind]bool{}
 	for _, tt := range tests {
 		covered[tt.fault.Kind] = true
 		t.Run(tt.name, func(t *testing.T) {
-			n, err := sim.New(sim.Options{Model: tt.model, Clock: fakeclock.NewFakeClock(t0)})
+			n, err := sim.New(sim.Options{Model: tt.model, Fabric: fabricFor(tt.fault.Kind), Clock: fakeclock.NewFakeClock(t0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,6 +105,18 @@ func TestSimFaults(t *testing.T) {
 			t.Errorf("sim fault kind %q is not covered by this test", k)
 		}
 	}
+}
+
+// fabricFor is the fabric a fault kind needs: none for a GPU's, 8
+// ConnectX HCAs for the fabric's, EFA devices for efa-errors.
+func fabricFor(k sim.Kind) sim.FabricOptions {
+	switch {
+	case k == sim.KindEFAErrors:
+		return sim.FabricOptions{Devices: sim.EFADevicesP5, Kind: fabric.KindEFA}
+	case sim.IsFabricKind(k):
+		return sim.FabricOptions{Devices: sim.InfiniBandDevices}
+	}
+	return sim.FabricOptions{}
 }
 
 // dmesgText drops the "[  600.000123] " of a dmesg line; continuation lines

@@ -9,6 +9,7 @@ import (
 	testclock "k8s.io/utils/clock/testing"
 
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/fabric"
 	"github.com/gpuheal/gpuheal/internal/gpu"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
@@ -17,7 +18,13 @@ import (
 // puts every answering GPU at 95 % utilization (the sim's GPUs idle).
 func simSnapshot(t *testing.T, model string, load bool, faults ...sim.Fault) *gpu.NodeSnapshot {
 	t.Helper()
-	n, err := sim.New(sim.Options{NodeName: "gpu-0", Model: model, Clock: testclock.NewFakeClock(time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC))})
+	return simFabricSnapshot(t, model, sim.FabricOptions{}, load, faults...)
+}
+
+// simFabricSnapshot is simSnapshot on a node with an RDMA fabric.
+func simFabricSnapshot(t *testing.T, model string, fab sim.FabricOptions, load bool, faults ...sim.Fault) *gpu.NodeSnapshot {
+	t.Helper()
+	n, err := sim.New(sim.Options{NodeName: "gpu-0", Model: model, Fabric: fab, Clock: testclock.NewFakeClock(time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +117,17 @@ func TestEachSimFaultFailsExactlyItsCheck(t *testing.T) {
 		if !ok {
 			tc = c{model: h100}
 		}
+		// No agent check reads the RDMA fabric: a fabric fault, on a node
+		// with one, fails none.
+		var fab sim.FabricOptions
+		if sim.IsFabricKind(kind) {
+			fab = sim.FabricOptions{Devices: sim.InfiniBandDevices}
+			if kind == sim.KindEFAErrors {
+				fab = sim.FabricOptions{Devices: sim.EFADevicesP5, Kind: fabric.KindEFA}
+			}
+		}
 		t.Run(string(kind), func(t *testing.T) {
-			checks := Judge(simSnapshot(t, tc.model, true, sim.Fault{Kind: kind, GPU: 3, Params: tc.params}))
+			checks := Judge(simFabricSnapshot(t, tc.model, fab, true, sim.Fault{Kind: kind, GPU: 3, Params: tc.params}))
 			var want []string
 			if tc.fails != "" {
 				want = []string{tc.fails}
