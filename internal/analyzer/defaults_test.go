@@ -1,12 +1,16 @@
 package analyzer
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/fabric"
+	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
 
@@ -36,14 +40,18 @@ func TestDefaultRulesSim(t *testing.T) {
 		gpu    int
 		params map[string]string
 	}
+	ib := sim.FabricOptions{Devices: sim.InfiniBandDevices}
+	efa := sim.FabricOptions{Devices: sim.EFADevicesP5, Kind: fabric.KindEFA}
 	tests := []struct {
 		name      string
 		model     string
+		fabric    sim.FabricOptions
 		expected  string // expectedDriverVersion
 		faults    []fault
 		down      bool
 		want      []string
 		reason    string // reason of AcceleratedHardwareReady; "" = True
+		netReason string // reason of GPUHealNetworkingHealthy; "" = True
 		wantKernl bool
 	}{
 		{name: "healthy"},
@@ -81,6 +89,25 @@ func TestDefaultRulesSim(t *testing.T) {
 			want: []string{"recovery-action-reset/2", "reset-required/2", "xid-fatal/2"}, reason: "NvidiaRecoveryActionPending"},
 		{name: "driver unavailable", down: true,
 			want: []string{"driver-unavailable/node"}, reason: "NvidiaDriverUnavailable"},
+		// The RDMA fabric: the fatal faults take the node out through the
+		// network condition and leave the GPU condition alone; rising
+		// errors are warnings only.
+		{name: "healthy infiniband", fabric: ib},
+		{name: "healthy efa", fabric: efa},
+		{name: "fabric port down", fabric: ib, faults: []fault{{sim.KindFabricPortDown, 0, map[string]string{"device": "3"}}},
+			want: []string{"fabric-port-down/mlx5_3/1"}, netReason: "FabricPortDown"},
+		{name: "fabric link flap", fabric: ib, faults: []fault{{sim.KindFabricLinkFlap, 0, map[string]string{"device": "1"}}},
+			want: []string{"fabric-link-flapping/mlx5_1/1"}, netReason: "FabricLinkFlapping"},
+		{name: "fabric device missing", fabric: ib, faults: []fault{{sim.KindFabricDeviceMissing, 0, map[string]string{"device": "7"}}},
+			want: []string{"fabric-devices-missing/node"}, netReason: "FabricDeviceMissing"},
+		{name: "efa device missing", fabric: efa, faults: []fault{{sim.KindFabricDeviceMissing, 0, map[string]string{"device": "31"}}},
+			want: []string{"fabric-devices-missing/node"}, netReason: "FabricDeviceMissing"},
+		{name: "fabric degraded rate", fabric: ib, faults: []fault{{sim.KindFabricDegradedRate, 0, map[string]string{"device": "5"}}},
+			want: []string{"fabric-port-degraded-rate/mlx5_5/1"}, netReason: "FabricPortDegradedRate"},
+		{name: "fabric symbol errors", fabric: ib, faults: []fault{{sim.KindFabricSymbolErrors, 0, map[string]string{"device": "2"}}},
+			want: []string{"fabric-port-errors-rising/mlx5_2/1"}},
+		{name: "efa errors", fabric: efa, faults: []fault{{sim.KindEFAErrors, 0, map[string]string{"device": "4"}}},
+			want: []string{"efa-errors-rising/rdmap96s0/1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,8 +117,8 @@ func TestDefaultRulesSim(t *testing.T) {
 				copied.ExpectedDriverVersion = tt.expected
 				rs = &copied
 			}
-			r := newRig(t, sim.Options{Model: tt.model}, rs)
-			if got := active(r.run(time.Minute)); len(got) != 0 {
+			r := newRig(t, sim.Options{Model: tt.model, Fabric: tt.fabric}, rs)
+			if got := activeAt(r.run(time.Minute)); len(got) != 0 {
 				t.Fatalf("healthy node has problems: %v", got)
 			}
 			for _, f := range tt.faults {
@@ -99,7 +126,7 @@ func TestDefaultRulesSim(t *testing.T) {
 			}
 			r.down = tt.down
 			res := r.run(6 * time.Minute)
-			if diff := cmp.Diff(tt.want, active(res)); diff != "" {
+			if diff := cmp.Diff(tt.want, activeAt(res)); diff != "" {
 				t.Errorf("active problems (-want +got):\n%s", diff)
 			}
 			c := condition(t, res, v1alpha1.ConditionGPUHealAcceleratorHealthy)
@@ -113,9 +140,20 @@ func TestDefaultRulesSim(t *testing.T) {
 			if k := condition(t, res, v1alpha1.ConditionGPUHealKernelHealthy); k.Status != StatusTrue {
 				t.Errorf("KernelReady = %+v, want True", k)
 			}
+			n := condition(t, res, v1alpha1.ConditionGPUHealNetworkingHealthy)
+			wantStatus, wantReason = StatusFalse, tt.netReason
+			if tt.netReason == "" {
+				wantStatus, wantReason = StatusTrue, "GPUHealNetworkingIsHealthy"
+			}
+			if n.Status != wantStatus || n.Reason != wantReason {
+				t.Errorf("network condition = %s/%s (%s), want %s/%s", n.Status, n.Reason, n.Message, wantStatus, wantReason)
+			}
 			for _, p := range res.Problems {
 				if p.Reason == "" || p.Message == "" || p.Action.Rank() < 0 {
 					t.Errorf("incomplete problem %+v", p)
+				}
+				if p.Condition == v1alpha1.ConditionGPUHealNetworkingHealthy && tt.netReason == "" && p.Severity != finding.Warning {
+					t.Errorf("%s is %s, want a warning", p.Rule, p.Severity)
 				}
 			}
 			for _, err := range res.Errors {
@@ -123,6 +161,23 @@ func TestDefaultRulesSim(t *testing.T) {
 			}
 		})
 	}
+}
+
+// activeAt is active with a port problem's port: "rule/device/port".
+func activeAt(res Result) []string {
+	var out []string
+	for _, p := range res.Problems {
+		switch {
+		case p.Port != nil:
+			out = append(out, p.Rule+"/"+p.Port.String())
+		case p.GPU != nil:
+			out = append(out, p.Rule+"/"+fmt.Sprint(p.GPU.Index))
+		default:
+			out = append(out, p.Rule+"/node")
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func TestDefaultMessages(t *testing.T) {
