@@ -1,11 +1,14 @@
 package schedule
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
 
 // The draws from the mix repeat for a seed and cover it.
@@ -89,6 +92,50 @@ func TestPlantedClassesAreNeverDrawn(t *testing.T) {
 		}
 		if err := c.Fault.Validate(); err != nil {
 			t.Fatalf("class %s: %v", name, err)
+		}
+	}
+}
+
+// The mix holds the paper's counts: 358 of its 419 interruptions, the
+// network lines with their published 35 (8.4 %) and 7 (1.7 %), the faulty
+// GPU's 148 split between the bus and NVLink; every class's fault is
+// valid, and draws follow the weights.
+func TestMixCounts(t *testing.T) {
+	weights := map[string]float64{}
+	var total float64
+	for _, c := range mix {
+		if err := c.Fault.Validate(); err != nil {
+			t.Errorf("class %s: %v", c.Name, err)
+		}
+		weights[c.Name] = c.Weight
+		total += c.Weight
+	}
+	network := weights["network-switch-cable-flap"] + weights["network-switch-cable-down"]
+	if total != 358 || network != 35 || weights["nic"] != 7 || weights["faulty-gpu"]+weights["nvlink-down"] != 148 {
+		t.Errorf("total %v, network switch/cable %v, NIC %v, faulty GPU %v", total, network, weights["nic"], weights["faulty-gpu"]+weights["nvlink-down"])
+	}
+	if got := fmt.Sprintf("%.1f %% %.1f %%", 100*network/419, 100*weights["nic"]/419); got != "8.4 % 1.7 %" {
+		t.Errorf("shares of the paper's 419: %s", got)
+	}
+	for name, kind := range map[string]sim.Kind{
+		"network-switch-cable-flap": sim.KindFabricLinkFlap,
+		"network-switch-cable-down": sim.KindFabricPortDown,
+		"nic":                       sim.KindFabricDeviceMissing,
+	} {
+		if c, ok := ClassNamed(name); !ok || !c.Fatal || c.Fault.Kind != kind {
+			t.Errorf("class %s: found %v, %+v", name, ok, c)
+		}
+	}
+	rng := rand.New(rand.NewPCG(11, 1)) //nolint:gosec // test
+	drawn := map[string]int{}
+	const n = 35800
+	for range n {
+		drawn[Draw(rng).Name]++
+	}
+	for name, w := range weights {
+		want := n * w / total
+		if got := float64(drawn[name]); got < want*0.85 || got > want*1.15 {
+			t.Errorf("class %s drawn %v times in %d, want about %v", name, got, n, want)
 		}
 	}
 }
