@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/simfleet"
 )
 
 // --driver-root follows every other flag: a default, a GPUHEAL_ variable
@@ -134,5 +136,20 @@ func TestSimFleetCheckFlags(t *testing.T) {
 		if _, _, err := parseOptions([]string{"--gpu-backend=sim", "--sim-fleet", args}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error containing %q", args, err, want)
 		}
+	}
+}
+
+// The fleet's nodes get the 8-device InfiniBand fabric unless told
+// otherwise; an unknown fabric is refused with the flag's name.
+func TestSimFleetFabricFlag(t *testing.T) {
+	for args, want := range map[string]string{"": simfleet.FabricInfiniBand, "--sim-fleet-fabric=efa": simfleet.FabricEFA, "--sim-fleet-fabric=none": simfleet.FabricNone} {
+		o, _, err := parseOptions(slices.DeleteFunc([]string{"--gpu-backend=sim", "--sim-fleet", args}, func(s string) bool { return s == "" }), io.Discard)
+		if err != nil || o.fleet.Fabric != want {
+			t.Errorf("%q: fabric %q, %v; want %q", args, o.fleet.Fabric, err, want)
+		}
+	}
+	if _, _, err := parseOptions([]string{"--gpu-backend=sim", "--sim-fleet", "--sim-fleet-fabric=omnipath"}, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), `--sim-fleet-fabric "omnipath": want infiniband, efa or none`) {
+		t.Errorf("--sim-fleet-fabric=omnipath: %v", err)
 	}
 }

@@ -25,7 +25,7 @@ func (f *simFleet) updateBusy(ctx context.Context) error {
 	f.mu.Lock()
 	var latent []*simAgent
 	for _, a := range f.agents {
-		if len(a.board.Faults) > 0 {
+		if a.board.latent() {
 			latent = append(latent, a)
 		}
 	}

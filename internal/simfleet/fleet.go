@@ -107,8 +107,8 @@ type simAgent struct {
 	node *sim.Node
 	// hardware is what this boot's GPUs carry, also on disk.
 	hardware nodeFaults
-	// board is what the machine's board carries across boots (latent
-	// faults), also on disk.
+	// board is what the machine carries across boots (latent faults,
+	// fabric faults), also on disk.
 	board   boardFaults
 	logPath string
 	cancel  context.CancelFunc
@@ -116,9 +116,10 @@ type simAgent struct {
 	metrics atomic.Pointer[http.Handler]
 }
 
-// faulted: a fatal fault was injected in this boot; the node gets no
-// second one before its (simulated) repair.
-func (a *simAgent) faulted() bool { return a.hardware.Faulted }
+// faulted: a fatal fault was injected in this boot, or one that outlives
+// reboots (a fabric fault) on this machine; the node gets no second one
+// before its (simulated) repair.
+func (a *simAgent) faulted() bool { return a.hardware.Faulted || a.board.Faulted }
 
 func newSimFleet(o Options, tmpl agent.Options, kube rest.Interface, dir string, log *slog.Logger) *simFleet {
 	f := &simFleet{
@@ -256,10 +257,9 @@ func (f *simFleet) start(ctx context.Context, n *kubecore.Node) error {
 	if err != nil {
 		return err
 	}
-	node, err := sim.New(sim.Options{
-		NodeName: name, GPUs: f.agent.Sim.GPUs, Model: f.agent.Sim.Model,
-		Seed: f.opts.Seed ^ nameSeed(name) ^ int64(gen), KernelLog: logFile,
-	})
+	so := f.simOptions(name, gen)
+	so.KernelLog = logFile
+	node, err := sim.New(so)
 	if err != nil {
 		_ = logFile.Close()
 		return err
@@ -344,6 +344,15 @@ func (f *simFleet) serveNodeMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	(*h).ServeHTTP(w, r)
+}
+
+// simOptions are the simulated hardware of the node's boot gen: the
+// agents' GPUs, the fleet's fabric and a seed of its own.
+func (f *simFleet) simOptions(name string, gen int) sim.Options {
+	return sim.Options{
+		NodeName: name, GPUs: f.agent.Sim.GPUs, Model: f.agent.Sim.Model,
+		Seed: f.opts.Seed ^ nameSeed(name) ^ int64(gen), Fabric: f.opts.simFabric(),
+	}
 }
 
 // nameSeed gives each node its own simulated serials and UUIDs.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
@@ -23,12 +24,22 @@ type nodeFaults struct {
 	Surfaced []int `json:"surfaced,omitempty"`
 }
 
-// boardFaults are the latent faults of a machine's board: they outlive
-// its reboots (a new boot keeps them) but not its replacement (a new
-// node, a new UID, draws clean hardware).
+// boardFaults are the faults a machine keeps through its reboots (a new
+// boot keeps them) but not its replacement (a new node, a new UID, draws
+// clean hardware): the latent faults of its board, and fabric faults (a
+// bad cable or switch port, a dead NIC: sim.OutlivesReboot).
 type boardFaults struct {
 	UID    string      `json:"uid"`
 	Faults []sim.Fault `json:"faults"`
+	// Faulted: one of them is fatal, so the machine is broken in every
+	// boot until its replacement.
+	Faulted bool `json:"faulted,omitempty"`
+}
+
+// latent says whether the board carries a latent fault, the kind that
+// workload time brings to the surface.
+func (b boardFaults) latent() bool {
+	return slices.ContainsFunc(b.Faults, func(f sim.Fault) bool { return f.Kind == sim.KindLatent })
 }
 
 func (f *simFleet) boardPath(node string) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
@@ -99,11 +100,24 @@ func (f *simFleet) injectOne() {
 	f.injectLocked(f.agents[name], class, gpu, schedule.Injection{Index: schedule.IndexDrawn, Time: time.Now(), Slot: schedule.SlotOf(name), Class: class.Name})
 }
 
+// fabricDevice is the RDMA device on the rail of GPU gpu: one NIC per GPU
+// on an HGX board, four EFA devices per GPU on a p5.
+func (f *simFleet) fabricDevice(gpu int) int {
+	return gpu * f.opts.simFabric().Devices / max(f.agent.Sim.GPUs, 1)
+}
+
 // injectLocked puts the fault on the agent's GPUs, keeps it on disk for a
 // restarted fleet, and journals it. f.mu is held.
 func (f *simFleet) injectLocked(a *simAgent, class schedule.FaultClass, gpu int, in schedule.Injection) {
 	fault := class.Fault
 	fault.GPU = gpu
+	if sim.IsFabricKind(fault.Kind) {
+		fault.Params = maps.Clone(fault.Params)
+		if fault.Params == nil {
+			fault.Params = map[string]string{}
+		}
+		fault.Params["device"] = strconv.Itoa(f.fabricDevice(gpu))
+	}
 	if fault.Kind == sim.KindLatent && f.opts.LatentSurfaceAfter > 0 {
 		fault.Params = maps.Clone(fault.Params)
 		fault.Params["surface-after"] = f.opts.LatentSurfaceAfter.String()
@@ -116,9 +130,10 @@ func (f *simFleet) injectLocked(a *simAgent, class schedule.FaultClass, gpu int,
 		return
 	}
 	var err error
-	if fault.Kind == sim.KindLatent {
-		// The board's, not the boot's: a reboot keeps it.
+	if sim.OutlivesReboot(fault.Kind) {
+		// The board's or the cable's, not the boot's: a reboot keeps it.
 		a.board.Faults = append(a.board.Faults, fault)
+		a.board.Faulted = a.board.Faulted || class.Fatal
 		err = f.saveBoard(a.name, a.board)
 	} else {
 		a.hardware.Faults = append(a.hardware.Faults, fault)
