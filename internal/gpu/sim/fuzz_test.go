@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"testing"
+	"time"
 )
 
 // FuzzLoadSchedule feeds arbitrary bytes to the schedule parser: it must
@@ -42,6 +43,58 @@ func FuzzLoadSchedule(f *testing.F) {
 			}
 			if err := e.Fault.Validate(); err != nil {
 				t.Fatalf("entry %d accepted but invalid: %v", i, err)
+			}
+		}
+	})
+}
+
+// FuzzFabricFault injects a fabric fault with arbitrary params into an
+// InfiniBand or EFA node and reads it over time: a fault is refused or
+// applied, never a panic, and what the node then reads holds the fabric's
+// invariants (never more devices than expected, counters held at their
+// width, time not running counters backwards).
+func FuzzFabricFault(f *testing.F) {
+	f.Add(uint8(0), false, "3", "", "", "", "")
+	f.Add(uint8(1), false, "1", "", "1s", "1000", "")
+	f.Add(uint8(2), false, "7", "1e6", "", "", "")
+	f.Add(uint8(3), false, "5", "399.9", "", "", "")
+	f.Add(uint8(4), true, "31", "", "", "", "")
+	f.Add(uint8(5), true, "0", "0.001", "", "", "rdma_write_wr_err")
+	f.Fuzz(func(t *testing.T, kind uint8, onEFA bool, device, rate, every, times, counter string) {
+		opts := ib8
+		if onEFA {
+			opts = efa
+		}
+		n, clk := newTestNode(t, opts)
+		p := params{}
+		for k, v := range map[string]string{"device": device, "rate": rate, "every": every, "times": times, "counter": counter} {
+			if v != "" {
+				p[k] = v
+			}
+		}
+		k := fabricKinds[int(kind)%len(fabricKinds)]
+		if err := n.Inject(Fault{Kind: k, Params: p}); err != nil {
+			return
+		}
+		last := map[string]uint64{}
+		for _, step := range []time.Duration{0, time.Second, time.Hour, 1000 * time.Hour} {
+			clk.Step(step)
+			s := snapshot(t, n)
+			if len(s.Fabric.Devices) > s.Fabric.ExpectedDevices || s.Fabric.ExpectedDevices != opts.Fabric.Devices {
+				t.Fatalf("%s %v: %d devices of %d", k, p, len(s.Fabric.Devices), s.Fabric.ExpectedDevices)
+			}
+			for _, d := range s.Fabric.Devices {
+				for _, m := range []map[string]uint64{d.Ports[0].Counters, d.Ports[0].HWCounters} {
+					for name, v := range m {
+						if limit, ok := counterMax[name]; ok && v > limit {
+							t.Fatalf("%s %v: %s/%s = %d over %d", k, p, d.Name, name, v, limit)
+						}
+						if v < last[d.Name+"/"+name] {
+							t.Fatalf("%s %v: %s/%s went back to %d", k, p, d.Name, name, v)
+						}
+						last[d.Name+"/"+name] = v
+					}
+				}
 			}
 		}
 	})
