@@ -16,8 +16,9 @@ import (
 // counters and 25 mlx5 hw_counters), and the EFA devices of a p4d/p5,
 // whose efa driver hard-codes ACTIVE/LinkUp and 4X EDR (100 Gb/s), reports
 // link layer IB_LINK_LAYER_UNSPECIFIED (sysfs prints "Unknown") and has
-// hw_counters only: EFA answers no performance-management MADs, so the
-// kernel makes no counters/ directory.
+// hw_counters only, its port's and its device's: EFA answers no
+// performance-management MADs, so the kernel makes no counters/
+// directory.
 
 // FabricOptions is the node's RDMA fabric. The zero value is none.
 type FabricOptions struct {
@@ -144,7 +145,8 @@ func (f *fabricState) render(d *rdmaDevice, now time.Time) fabric.Device {
 	if f.efa {
 		p.LinkLayer = "Unknown"
 		p.HWCounters = f.efaCounters(d, now)
-		return fabric.Device{Name: d.name, Driver: "efa", Kind: fabric.KindEFA, PCIBusID: d.bus, Ports: []fabric.Port{p}}
+		return fabric.Device{Name: d.name, Driver: "efa", Kind: fabric.KindEFA, PCIBusID: d.bus, Ports: []fabric.Port{p},
+			HWCounters: f.efaDeviceCounters(now)}
 	}
 	p.LinkLayer = "InfiniBand"
 	p.Counters, p.HWCounters = f.ibCounters(d, now)

@@ -19,7 +19,7 @@ import (
 var (
 	ib8  = Options{Fabric: FabricOptions{Devices: InfiniBandDevices}}
 	efa  = Options{Fabric: FabricOptions{Devices: EFADevicesP5, Kind: fabric.KindEFA}}
-	noHW = cmpopts.IgnoreFields(fabric.Port{}, "Counters", "HWCounters")
+	noHW = cmp.Options{cmpopts.IgnoreFields(fabric.Port{}, "Counters", "HWCounters"), cmpopts.IgnoreFields(fabric.Device{}, "HWCounters")}
 )
 
 // A node without Options.Fabric reads as before the sim had one.
@@ -91,6 +91,10 @@ func TestFabricEFA(t *testing.T) {
 			p := d.Ports[0]
 			if p.Counters != nil || !slices.Equal(efaCounterNames, slices.Sorted(maps.Keys(p.HWCounters))) {
 				t.Errorf("%s: counters %v, hw_counters %v", d.Name, p.Counters, slices.Sorted(maps.Keys(p.HWCounters)))
+			}
+			// Up 10m: 600 keep-alives, no admin queue errors.
+			if len(d.HWCounters) != len(efaDeviceCounterNames) || d.HWCounters["keep_alive_rcvd"] != 600 || d.HWCounters["no_completion_cmds"] != 0 {
+				t.Errorf("%s: device hw_counters %v", d.Name, d.HWCounters)
 			}
 		}
 		if f.ExpectedDevices != tc.devices || len(names) != tc.devices || !slices.IsSorted(names) ||

@@ -73,6 +73,13 @@ var (
 		"retrans_timeout_events", "rx_bytes", "rx_drops", "rx_pkts", "send_bytes", "send_wrs",
 		"tx_bytes", "tx_pkts", "unresponsive_remote_events",
 	}
+	// efaDeviceCounterNames are an EFA device's own hw_counters (the efa
+	// driver's EFA_DEFINE_DEVICE_STATS): its admin queue and verbs errors.
+	efaDeviceCounterNames = []string{
+		"submitted_cmds", "completed_cmds", "cmds_err", "no_completion_cmds", "keep_alive_rcvd",
+		"alloc_pd_err", "create_qp_err", "create_cq_err", "reg_mr_err", "alloc_ucontext_err",
+		"create_ah_err", "mmap_err",
+	}
 	// efaErrorCounters are the ones an efa-errors fault may raise.
 	efaErrorCounters = []string{
 		"retrans_timeout_events", "impaired_remote_conn_events", "unresponsive_remote_events",
@@ -147,6 +154,15 @@ func (f *fabricState) efaCounters(d *rdmaDevice, now time.Time) map[string]uint6
 	c["send_bytes"], c["recv_bytes"] = tx/150, rx/150
 	c["send_wrs"], c["recv_wrs"] = c["send_bytes"]/2048, c["recv_bytes"]/2048
 	d.addFaults(c, now)
+	return c
+}
+
+// efaDeviceCounters are the device's own: the keep-alive events its
+// firmware sends about once a second since the adapters' boot, nothing
+// else moving on a device whose admin queue is well.
+func (f *fabricState) efaDeviceCounters(now time.Time) map[string]uint64 {
+	c := zeroed(efaDeviceCounterNames)
+	c["keep_alive_rcvd"] = uint64(max(now.Sub(f.epoch), 0) / time.Second)
 	return c
 }
 
