@@ -91,11 +91,12 @@ func TestDefaultRulesSim(t *testing.T) {
 			want: []string{"driver-unavailable/node"}, reason: "NvidiaDriverUnavailable"},
 		// The RDMA fabric: the fatal faults take the node out through the
 		// network condition and leave the GPU condition alone; rising
-		// errors are warnings only.
+		// errors are warnings only. A port down also logs the ConnectX's
+		// cable event, a warning of its own.
 		{name: "healthy infiniband", fabric: ib},
 		{name: "healthy efa", fabric: efa},
 		{name: "fabric port down", fabric: ib, faults: []fault{{sim.KindFabricPortDown, 0, map[string]string{"device": "3"}}},
-			want: []string{"fabric-port-down/mlx5_3/1"}, netReason: "FabricPortDown"},
+			want: []string{"fabric-adapter-warning/node", "fabric-port-down/mlx5_3/1"}, netReason: "FabricPortDown"},
 		{name: "fabric link flap", fabric: ib, faults: []fault{{sim.KindFabricLinkFlap, 0, map[string]string{"device": "1"}}},
 			want: []string{"fabric-link-flapping/mlx5_1/1"}, netReason: "FabricLinkFlapping"},
 		{name: "fabric device missing", fabric: ib, faults: []fault{{sim.KindFabricDeviceMissing, 0, map[string]string{"device": "7"}}},
