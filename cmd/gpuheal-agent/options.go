@@ -82,7 +82,7 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.Int64Var(&fleet.Seed, "sim-fleet-seed", 1, "sim fleet: seed of the fault draws")
 	fs.DurationVar(&fleet.Resync, "sim-fleet-resync", 2*time.Second, "sim fleet: how often nodes are listed to start and stop agents")
 	fs.StringVar(&fleet.ScheduleFile, "sim-fleet-schedule", "", "sim fleet: fault schedule (JSON lines: at, slot, class, gpu), run from --sim-fleet-epoch")
-	fs.StringVar(&fleet.Fabric, "sim-fleet-fabric", simfleet.FabricInfiniBand, "sim fleet: every node's RDMA fabric: infiniband (8 ConnectX HCAs), efa (a p5's 32 EFA devices) or none")
+	fs.StringVar(&fleet.Fabric, "sim-fleet-fabric", simfleet.FabricAuto, "sim fleet: the nodes' RDMA fabric: auto (their instance type's EFA devices, else 8 ConnectX InfiniBand HCAs), infiniband, efa (a p5's 32) or none")
 	epoch := fs.String("sim-fleet-epoch", "", "sim fleet: when the schedule starts, RFC 3339 (default: now); a restarted fleet goes on from its journal")
 	// Latent faults and the health gate's check Jobs (docs/health-gate.md, "Simulation").
 	fs.DurationVar(&fleet.LatentSurfaceAfter, "sim-fleet-latent-surface-after", 0, "sim fleet: workload time after which a planted latent fault surfaces as a fatal one (default: the class's, "+schedule.LatentSurfaceAfter+")")

@@ -139,17 +139,18 @@ func TestSimFleetCheckFlags(t *testing.T) {
 	}
 }
 
-// The fleet's nodes get the 8-device InfiniBand fabric unless told
+// The fleet's nodes get the fabric of their instance type unless told
 // otherwise; an unknown fabric is refused with the flag's name.
 func TestSimFleetFabricFlag(t *testing.T) {
-	for args, want := range map[string]string{"": simfleet.FabricInfiniBand, "--sim-fleet-fabric=efa": simfleet.FabricEFA, "--sim-fleet-fabric=none": simfleet.FabricNone} {
+	for args, want := range map[string]string{"": simfleet.FabricAuto, "--sim-fleet-fabric=infiniband": simfleet.FabricInfiniBand,
+		"--sim-fleet-fabric=efa": simfleet.FabricEFA, "--sim-fleet-fabric=none": simfleet.FabricNone} {
 		o, _, err := parseOptions(slices.DeleteFunc([]string{"--gpu-backend=sim", "--sim-fleet", args}, func(s string) bool { return s == "" }), io.Discard)
 		if err != nil || o.fleet.Fabric != want {
 			t.Errorf("%q: fabric %q, %v; want %q", args, o.fleet.Fabric, err, want)
 		}
 	}
 	if _, _, err := parseOptions([]string{"--gpu-backend=sim", "--sim-fleet", "--sim-fleet-fabric=omnipath"}, io.Discard); err == nil ||
-		!strings.Contains(err.Error(), `--sim-fleet-fabric "omnipath": want infiniband, efa or none`) {
+		!strings.Contains(err.Error(), `--sim-fleet-fabric "omnipath": want auto, infiniband, efa or none`) {
 		t.Errorf("--sim-fleet-fabric=omnipath: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/agent"
 	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/agent/predictor"
+	"github.com/gpuheal/gpuheal/internal/fabric"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
@@ -105,6 +106,8 @@ type simFleet struct {
 type simAgent struct {
 	name string
 	node *sim.Node
+	// fabric is the node's simulated RDMA fabric.
+	fabric sim.FabricOptions
 	// hardware is what this boot's GPUs carry, also on disk.
 	hardware nodeFaults
 	// board is what the machine carries across boots (latent faults,
@@ -257,14 +260,18 @@ func (f *simFleet) start(ctx context.Context, n *kubecore.Node) error {
 	if err != nil {
 		return err
 	}
-	so := f.simOptions(name, gen)
+	so := f.simOptions(name, gen, n.Labels[v1alpha1.LabelInstanceType])
 	so.KernelLog = logFile
+	if want := fabric.ExpectedDevices(n.Labels[v1alpha1.LabelInstanceType]); want > 0 && want != so.Fabric.Devices {
+		f.log.Warn("sim fleet: the node's instance type has another RDMA device count than its simulated fabric; the agent will read devices missing",
+			"node", name, "instanceType", n.Labels[v1alpha1.LabelInstanceType], "expected", want, "simulated", so.Fabric.Devices)
+	}
 	node, err := sim.New(so)
 	if err != nil {
 		_ = logFile.Close()
 		return err
 	}
-	a := &simAgent{name: name, node: node, logPath: logPath, done: make(chan struct{}),
+	a := &simAgent{name: name, node: node, fabric: so.Fabric, logPath: logPath, done: make(chan struct{}),
 		hardware: f.loadFaults(name, bootOf(n)), board: f.loadBoard(name, string(n.UID))}
 	for _, fault := range slices.Concat(a.board.Faults, a.hardware.Faults) {
 		if err := node.Inject(fault); err != nil {
@@ -347,11 +354,12 @@ func (f *simFleet) serveNodeMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // simOptions are the simulated hardware of the node's boot gen: the
-// agents' GPUs, the fleet's fabric and a seed of its own.
-func (f *simFleet) simOptions(name string, gen int) sim.Options {
+// agents' GPUs, the fabric of its instance type (Options.Fabric) and a
+// seed of its own.
+func (f *simFleet) simOptions(name string, gen int, instanceType string) sim.Options {
 	return sim.Options{
 		NodeName: name, GPUs: f.agent.Sim.GPUs, Model: f.agent.Sim.Model,
-		Seed: f.opts.Seed ^ nameSeed(name) ^ int64(gen), Fabric: f.opts.simFabric(),
+		Seed: f.opts.Seed ^ nameSeed(name) ^ int64(gen), Fabric: f.opts.fabricFor(instanceType),
 	}
 }
 

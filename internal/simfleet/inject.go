@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
@@ -100,29 +99,17 @@ func (f *simFleet) injectOne() {
 	f.injectLocked(f.agents[name], class, gpu, schedule.Injection{Index: schedule.IndexDrawn, Time: time.Now(), Slot: schedule.SlotOf(name), Class: class.Name})
 }
 
-// fabricDevice is the RDMA device on the rail of GPU gpu: one NIC per GPU
-// on an HGX board, four EFA devices per GPU on a p5.
-func (f *simFleet) fabricDevice(gpu int) int {
-	return gpu * f.opts.simFabric().Devices / max(f.agent.Sim.GPUs, 1)
-}
-
 // injectLocked puts the fault on the agent's GPUs, keeps it on disk for a
 // restarted fleet, and journals it. f.mu is held.
 func (f *simFleet) injectLocked(a *simAgent, class schedule.FaultClass, gpu int, in schedule.Injection) {
 	fault := class.Fault
 	fault.GPU = gpu
-	if sim.IsFabricKind(fault.Kind) {
-		fault.Params = maps.Clone(fault.Params)
-		if fault.Params == nil {
-			fault.Params = map[string]string{}
-		}
-		fault.Params["device"] = strconv.Itoa(f.fabricDevice(gpu))
-	}
+	fault, fatal := a.onFabric(fault, class.Fatal, f.agent.Sim.GPUs)
 	if fault.Kind == sim.KindLatent && f.opts.LatentSurfaceAfter > 0 {
 		fault.Params = maps.Clone(fault.Params)
 		fault.Params["surface-after"] = f.opts.LatentSurfaceAfter.String()
 	}
-	in.Node, in.Kind, in.GPU, in.Fatal = a.name, fault.Kind, gpu, class.Fatal
+	in.Node, in.Kind, in.GPU, in.Fatal = a.name, fault.Kind, gpu, fatal
 	if err := a.node.Inject(fault); err != nil {
 		in.Skipped = "the simulator refused it: " + err.Error()
 		f.journal(in)
@@ -133,11 +120,11 @@ func (f *simFleet) injectLocked(a *simAgent, class schedule.FaultClass, gpu int,
 	if sim.OutlivesReboot(fault.Kind) {
 		// The board's or the cable's, not the boot's: a reboot keeps it.
 		a.board.Faults = append(a.board.Faults, fault)
-		a.board.Faulted = a.board.Faulted || class.Fatal
+		a.board.Faulted = a.board.Faulted || fatal
 		err = f.saveBoard(a.name, a.board)
 	} else {
 		a.hardware.Faults = append(a.hardware.Faults, fault)
-		a.hardware.Faulted = a.hardware.Faulted || class.Fatal
+		a.hardware.Faulted = a.hardware.Faulted || fatal
 		err = f.saveFaults(a.name, a.hardware)
 	}
 	if err != nil {
@@ -145,5 +132,5 @@ func (f *simFleet) injectLocked(a *simAgent, class schedule.FaultClass, gpu int,
 	}
 	f.journal(in)
 	f.injected.WithLabelValues(class.Name).Inc()
-	f.log.Info("sim fleet: fault injected", "node", a.name, "gpu", gpu, "class", class.Name, "fault", fault.Kind, "fatal", class.Fatal)
+	f.log.Info("sim fleet: fault injected", "node", a.name, "gpu", gpu, "class", class.Name, "fault", fault.Kind, "fatal", fatal)
 }

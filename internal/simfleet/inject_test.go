@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
@@ -20,11 +18,12 @@ func TestSimFleetInjectsOneFatalFaultPerNode(t *testing.T) {
 	o, tmpl := simFleetTestOptions("")
 	f := newSimFleet(o, tmpl, nil, t.TempDir(), slog.New(slog.DiscardHandler))
 	for _, name := range []string{"a", "b", "c"} {
-		n, err := sim.New(f.simOptions(name, 0))
+		so := f.simOptions(name, 0, "")
+		n, err := sim.New(so)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.agents[name] = &simAgent{name: name, node: n}
+		f.agents[name] = &simAgent{name: name, node: n, fabric: so.Fabric}
 	}
 	for range 200 {
 		f.injectOne()
@@ -74,82 +73,6 @@ func TestSimFleetRunsTheScheduleBySlot(t *testing.T) {
 		t.Fatalf("restarted fleet resumes at %d (%v); want 2", again.next, err)
 	}
 
-}
-
-// A fabric fault lands on the NIC of the drawn GPU's rail and is kept
-// with the board's faults: the next boot of the machine has it again and
-// is still faulted; its replacement (a new UID) comes clean.
-func TestSimFleetFabricFaultOutlivesReboots(t *testing.T) {
-	o, tmpl := simFleetTestOptions("")
-	dir := t.TempDir()
-	f := newSimFleet(o, tmpl, nil, dir, slog.New(slog.DiscardHandler))
-	n, err := sim.New(f.simOptions("n-0", 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &simAgent{name: "n-0", node: n, hardware: nodeFaults{Boot: "uid-1/"}, board: boardFaults{UID: "uid-1"}}
-	f.agents["n-0"] = a
-	class, _ := schedule.ClassNamed("network-switch-cable-down")
-	f.injectLocked(a, class, 5, schedule.Injection{Slot: "n-0", Class: class.Name})
-	want := []sim.Fault{{Kind: sim.KindFabricPortDown, GPU: 5, Params: map[string]string{"device": "5"}}}
-	if diff := cmp.Diff(want, a.board.Faults); diff != "" || len(a.hardware.Faults) != 0 || !a.board.Faulted || a.board.latent() {
-		t.Fatalf("board %+v (-want +got faults:\n%s), boot %+v", a.board, diff, a.hardware)
-	}
-
-	// The next boot: a new sim node, its boot's faults gone, the board's
-	// restored as start restores them.
-	board := f.loadBoard("n-0", "uid-1")
-	next := &simAgent{name: "n-0", hardware: f.loadFaults("n-0", "uid-1/reboot-1"), board: board}
-	if !next.faulted() || len(next.hardware.Faults) != 0 {
-		t.Errorf("after a reboot: faulted %v, boot faults %v", next.faulted(), next.hardware.Faults)
-	}
-	n2, err := sim.New(f.simOptions("n-0", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, fault := range board.Faults {
-		if err := n2.Inject(fault); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := n2.Snapshot(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := s.Fabric.Devices[5].Ports[0]; s.Fabric.Devices[5].Name != "mlx5_5" || p.State != "DOWN" {
-		t.Errorf("after a reboot mlx5_5 is %s", p.State)
-	}
-	if repl := f.loadBoard("n-0", "uid-2"); len(repl.Faults) != 0 || repl.Faulted {
-		t.Errorf("the replacement's board %+v", repl)
-	}
-}
-
-// On a p5's EFA fabric the NIC of GPU 3's rail is device 12; a fabric
-// without cables to pull (EFA) refuses a port down, journaled as skipped.
-func TestSimFleetEFAFabric(t *testing.T) {
-	o, tmpl := simFleetTestOptions("")
-	o.Fabric = FabricEFA
-	dir := t.TempDir()
-	f := newSimFleet(o, tmpl, nil, dir, slog.New(slog.DiscardHandler))
-	if got := f.fabricDevice(3); got != 12 {
-		t.Errorf("device of GPU 3 = %d, want 12", got)
-	}
-	n, err := sim.New(f.simOptions("n-0", 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &simAgent{name: "n-0", node: n, board: boardFaults{UID: "uid-1"}}
-	for _, name := range []string{"network-switch-cable-down", "nic"} {
-		class, _ := schedule.ClassNamed(name)
-		f.injectLocked(a, class, 3, schedule.Injection{Slot: "n-0", Class: class.Name})
-	}
-	got, err := schedule.ReadInjections(dir)
-	if err != nil || len(got) != 2 || !strings.Contains(got[0].Skipped, "EFA devices report a fixed port state") || got[1].Skipped != "" {
-		t.Fatalf("journal %+v, %v", got, err)
-	}
-	if len(a.board.Faults) != 1 || a.board.Faults[0].Params["device"] != "12" {
-		t.Errorf("board %+v", a.board)
-	}
 }
 
 func simFleetTestOptions(kubeconfig string) (Options, agent.Options) {

@@ -9,8 +9,6 @@ import (
 
 	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/agent"
-	"github.com/gpuheal/gpuheal/internal/fabric"
-	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
 
 // Options configure --sim-fleet: one simulated agent per GPU node of the
@@ -40,10 +38,9 @@ type Options struct {
 	// LatentSurfaceAfter, when set, replaces the workload time after which
 	// a planted latent fault surfaces (schedule.LatentSurfaceAfter).
 	LatentSurfaceAfter time.Duration
-	// Fabric is every node's RDMA network: FabricInfiniBand ("", the
-	// default: 8 ConnectX HCAs, an HGX H100's), FabricEFA (a p5's 32 EFA
-	// devices) or FabricNone, so that the mix's network faults have
-	// somewhere to land.
+	// Fabric is the nodes' RDMA network, where the mix's network faults
+	// land (fabric.go): FabricAuto ("", the default) by each node's
+	// instance type, FabricInfiniBand, FabricEFA or FabricNone.
 	Fabric string
 
 	// AnswerChecks: the fleet plays the Job controller and the kubelet
@@ -90,25 +87,6 @@ func ParseCheckDurations(pairs map[string]string) (map[v1alpha1.CheckKind]time.D
 	return out, nil
 }
 
-// The fabrics a fleet's nodes can have.
-const (
-	FabricInfiniBand = "infiniband"
-	FabricEFA        = "efa"
-	FabricNone       = "none"
-)
-
-// simFabric is a node's sim.FabricOptions for o.Fabric (checked by
-// Validate).
-func (o Options) simFabric() sim.FabricOptions {
-	switch o.Fabric {
-	case FabricEFA:
-		return sim.FabricOptions{Devices: sim.EFADevicesP5, Kind: fabric.KindEFA}
-	case FabricNone:
-		return sim.FabricOptions{}
-	}
-	return sim.FabricOptions{Devices: sim.InfiniBandDevices, Kind: fabric.KindInfiniBand}
-}
-
 // Validate checks the fleet's options and the agent options its agents
 // run with (tmpl), naming the first bad one.
 func (o Options) Validate(tmpl agent.Options) error {
@@ -121,8 +99,8 @@ func (o Options) Validate(tmpl agent.Options) error {
 		return fmt.Errorf("--sim-fleet-faults-per-minute %v: must be 0 (none) or more", o.FaultsPerMinute)
 	case o.Resync < 100*time.Millisecond:
 		return fmt.Errorf("--sim-fleet-resync %v: must be at least 100ms", o.Resync)
-	case o.Fabric != "" && o.Fabric != FabricInfiniBand && o.Fabric != FabricEFA && o.Fabric != FabricNone:
-		return fmt.Errorf("--sim-fleet-fabric %q: want %s, %s or %s", o.Fabric, FabricInfiniBand, FabricEFA, FabricNone)
+	case !slices.Contains([]string{"", FabricAuto, FabricInfiniBand, FabricEFA, FabricNone}, o.Fabric):
+		return fmt.Errorf("--sim-fleet-fabric %q: want %s, %s, %s or %s", o.Fabric, FabricAuto, FabricInfiniBand, FabricEFA, FabricNone)
 	case o.LatentSurfaceAfter < 0:
 		return fmt.Errorf("--sim-fleet-latent-surface-after %v: must not be negative", o.LatentSurfaceAfter)
 	case o.AnswerChecks && o.CheckPoll < 100*time.Millisecond:

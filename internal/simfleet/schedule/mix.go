@@ -30,8 +30,9 @@ type FaultClass struct {
 // mix used to give NVLink the 35 of "Network Switch/Cable", which are the
 // RDMA fabric's below.)
 //
-// The network lines are what the node sees of its RDMA fabric (the
-// fleet's nodes have 8 ConnectX HCAs, or EFA; internal/gpu/sim):
+// The network lines are what the node sees of its RDMA fabric (8
+// ConnectX InfiniBand HCAs, or its instance type's EFA devices, where the
+// fleet makes a bad cable EFA's error counters, a warning; simfleet):
 //   - "Network Switch/Cable", 35 (8.4 %). The paper does not split it; we
 //     give 20 to a flapping link and 15 to a port that stays down: a
 //     marginal cable or optic, or a switch port that resets, takes the
