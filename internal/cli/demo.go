@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -212,6 +214,9 @@ func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoP
 	if err := testenv.TrainingFleet(ctx, c, demoNodePrefix, nodes, demoNamespace, "llm-pretrain", "llm-finetune"); err != nil {
 		return "", err
 	}
+	if err := onPremises(ctx, c, demoFabricSlot); err != nil {
+		return "", err
+	}
 	node, err := freeDemoNode(ctx, c, nodes)
 	if err != nil {
 		return "", err
@@ -235,7 +240,7 @@ func freeDemoNode(ctx context.Context, c client.Client, nodes int) (string, erro
 		return "", err
 	}
 	for _, name := range free {
-		if name != demoLatentSlot {
+		if name != demoLatentSlot && name != demoFabricSlot {
 			return name, nil
 		}
 	}
@@ -270,6 +275,12 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 	}
 }
 
+// demoFabricSlot is the fleet's one on-premises HGX node: no EFA instance
+// type, so its simulated fabric is 8 ConnectX InfiniBand HCAs, and a
+// cable on its rail 3 starts flapping. The network condition takes it out
+// and the node is replaced (a reboot keeps a bad cable).
+var demoFabricSlot = testenv.NodeName(demoNodePrefix, 2)
+
 // demoLatentSlot is the node that carries a latent NCCL fault from the
 // start: its GPU falls off the bus, the reboot heals what the agent sees,
 // and the gate's NCCL check finds what it does not, so the node is
@@ -286,6 +297,7 @@ func writeDemoSchedule(path, resetNode string) error {
 		// After the reset has ended at every --speed up to 8, so that a
 		// small demo's breaker (20% of 8 nodes is one) does not hold it.
 		{At: 12 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
+		{At: 20 * time.Second, Slot: demoFabricSlot, Class: "network-cable-flapping-fast", GPU: 3},
 	})
 }
 
@@ -310,4 +322,17 @@ func gpuhealBinDir(binDir string) (string, error) {
 func isFile(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// onPremises takes the instance type off a node, which makes it an
+// on-premises HGX node to the sim fleet (InfiniBand rather than EFA) and
+// to the agent (no RDMA device count known: a port is judged once it has
+// been up).
+func onPremises(ctx context.Context, c client.Client, node string) error {
+	patch := []byte(`{"metadata":{"labels":{"` + corev1.LabelInstanceTypeStable + `":null}}}`)
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if err := c.Patch(ctx, n, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("taking the instance type off node %s: %w", node, err)
+	}
+	return nil
 }

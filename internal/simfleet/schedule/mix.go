@@ -61,14 +61,17 @@ var mix = []FaultClass{
 }
 
 // planted are classes the mix never draws: only a schedule or the demo
-// puts them on a node. Each is a latent fault (internal/gpu/sim): no
-// passive signal until surfaceAfter of workload, when it surfaces as a
-// fatal fault; a health gate's check finds it at once. Not Fatal: on its
-// own it takes no node out of service.
+// puts them on a node. The latent ones (internal/gpu/sim) give no passive
+// signal until surfaceAfter of workload, when they surface as a fatal
+// fault; a health gate's check finds them at once. Not Fatal: on their
+// own they take no node out of service. A fast-flapping cable is the
+// mix's flapping link at the pace of a demo: down every 10 s instead of
+// every minute.
 var planted = []FaultClass{
 	{"latent-nccl-bandwidth", 0, latentFault(sim.LatentNCCLBandwidth), false},
 	{"latent-dcgm-memory", 0, latentFault(sim.LatentDCGMMemory), false},
 	{"latent-dcgm-diagnostic", 0, latentFault(sim.LatentDCGMDiagnostic), false},
+	{"network-cable-flapping-fast", 0, sim.Fault{Kind: sim.KindFabricLinkFlap, Params: map[string]string{"every": "10s", "times": "6"}}, true},
 }
 
 // LatentSurfaceAfter is the workload time after which a planted latent
