@@ -365,3 +365,34 @@ func TestReaderAllocations(t *testing.T) {
 		t.Errorf("%.0f allocations a read, want at most 100", allocs)
 	}
 }
+
+// Reads from several goroutines are serialized and each reads the tree
+// (run with -race).
+func TestReaderConcurrent(t *testing.T) {
+	t.Parallel()
+	root := fixture(t, "efa-p4d")
+	want := readRoot(t, root)
+	rd := newTestReader(t, root)
+	errs := make(chan string, 4)
+	for range 4 {
+		go func() {
+			diff := ""
+			for range 5 {
+				s, err := rd.Read(context.Background())
+				if err != nil {
+					diff = err.Error()
+					break
+				}
+				if diff = cmp.Diff(want, s); diff != "" {
+					break
+				}
+			}
+			errs <- diff
+		}()
+	}
+	for range 4 {
+		if diff := <-errs; diff != "" {
+			t.Errorf("concurrent Read (-want +got):\n%s", diff)
+		}
+	}
+}
