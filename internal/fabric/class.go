@@ -52,7 +52,9 @@ func (c *classDir) list(root string) ([]classEntry, error) {
 		c.listed, c.sorted = c.listed[:0], c.sorted[:0]
 	}
 	if c.buf == nil {
-		c.buf = make([]byte, 8192)
+		// Room for about a hundred entries per getdents64; more take
+		// more calls.
+		c.buf = make([]byte, 4096)
 	}
 	// Entries are compared with the last listing as they come; the first
 	// difference copies what matched and collects the rest anew.

@@ -33,24 +33,25 @@ func (r *reader) scanPort(ports *os.File, num int, x *devRead) (Port, portCache)
 		return p, pc
 	}
 	defer func() { _ = f.Close() }()
-	text := func(t *textFile, name string, parse func(*textFile, []byte) error) bool {
+	text := func(t *textFile, name string) bool {
 		var b []byte
 		t.file, b, t.exists, err = r.openFile(f, name, false)
 		if err == nil {
-			err = parse(t, b)
+			err = t.parse(b)
 		}
 		if err != nil && !notExposed(err) {
 			x.fail(pc.rel, name, err)
 		}
 		return err == nil
 	}
-	if text(&pc.state, "state", (*textFile).parseState) {
+	if text(&pc.state, "state") {
 		p.State = pc.state.val
 	}
-	if text(&pc.physState, "phys_state", (*textFile).parseState) {
+	if text(&pc.physState, "phys_state") {
 		p.PhysState = pc.physState.val
 	}
-	if text(&pc.rate, "rate", (*textFile).parseRate) {
+	pc.rate.isRate = true
+	if text(&pc.rate, "rate") {
 		p.RateGbps = pc.rate.rate
 	}
 	v, err := r.text(f, "link_layer")

@@ -19,14 +19,15 @@ var errGone error = syscall.ENODEV
 type textFile struct {
 	file
 	exists bool // the port has the attribute
+	isRate bool // rate, parsed into rate; else a state, parsed into val
 	ok     bool // raw parsed without error
 	raw    string
 	val    string
 	rate   *float64
 }
 
-// parseState sets t from a state or phys_state file's content b.
-func (t *textFile) parseState(b []byte) error {
+// parse sets t from the file's content b.
+func (t *textFile) parse(b []byte) error {
 	if t.ok && string(bytes.TrimSpace(b)) == t.raw {
 		return nil
 	}
@@ -35,29 +36,16 @@ func (t *textFile) parseState(b []byte) error {
 	if err != nil {
 		return err
 	}
-	v, err := parseState(raw)
-	if err != nil {
+	if t.isRate {
+		rate, err := parseRate(raw)
+		if err != nil {
+			return err
+		}
+		t.rate = &rate
+	} else if t.val, err = parseState(raw); err != nil {
 		return err
 	}
-	t.ok, t.raw, t.val = true, raw, v
-	return nil
-}
-
-// parseRate sets t from a rate file's content b.
-func (t *textFile) parseRate(b []byte) error {
-	if t.ok && string(bytes.TrimSpace(b)) == t.raw {
-		return nil
-	}
-	t.ok = false
-	raw, err := printable(b)
-	if err != nil {
-		return err
-	}
-	rate, err := parseRate(raw)
-	if err != nil {
-		return err
-	}
-	t.ok, t.raw, t.rate = true, raw, &rate
+	t.ok, t.raw = true, raw
 	return nil
 }
 
@@ -81,13 +69,13 @@ func (r *reader) refresh(ctx context.Context, c *devCache) (d Device, stale bool
 
 func (r *reader) readPort(pc *portCache, x *devRead) Port {
 	p := Port{Num: pc.num, LinkLayer: pc.linkLayer}
-	if r.readText(&pc.state, (*textFile).parseState, pc.rel, x) {
+	if r.readText(&pc.state, pc.rel, x) {
 		p.State = pc.state.val
 	}
-	if r.readText(&pc.physState, (*textFile).parseState, pc.rel, x) {
+	if r.readText(&pc.physState, pc.rel, x) {
 		p.PhysState = pc.physState.val
 	}
-	if r.readText(&pc.rate, (*textFile).parseRate, pc.rel, x) {
+	if r.readText(&pc.rate, pc.rel, x) {
 		p.RateGbps = pc.rate.rate
 	}
 	if pc.counters != nil {
@@ -101,13 +89,13 @@ func (r *reader) readPort(pc *portCache, x *devRead) Port {
 
 // readText reads t again if the port has it and reports whether it
 // parsed.
-func (r *reader) readText(t *textFile, parse func(*textFile, []byte) error, rel string, x *devRead) bool {
+func (r *reader) readText(t *textFile, rel string, x *devRead) bool {
 	if !t.exists {
 		return false
 	}
 	b, err := r.reread(&t.file)
 	if err == nil {
-		err = parse(t, b)
+		err = t.parse(b)
 	}
 	if err != nil {
 		if !notExposed(err) {

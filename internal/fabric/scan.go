@@ -66,16 +66,20 @@ func (x *devRead) fail(rel, name string, err error) {
 // scan reads class/infiniband/<name> by walking it, which on a real node
 // is a symlink into the PCI function's directory, and returns the cache
 // for the next reads, which holds the files it kept open (the caller
-// drops it when it is not kept). Its failures are named by their path
+// drops it when it is not kept; a one-shot Read's is nil). Its failures are named by their path
 // below it ("ports/1/rate").
 func (r *reader) scan(ctx context.Context, e classEntry) (d Device, c *devCache, err error) {
 	d = Device{Name: e.name, Ports: []Port{}}
-	c = &devCache{name: e.name, ino: e.ino}
+	if r.cache { // a one-shot Read builds no cache
+		c = &devCache{name: e.name, ino: e.ino}
+	}
 	x := &devRead{d: &d}
 	defer func() {
 		d.Kind = kindOf(&d) // from the driver and ports read, however far that got
-		c.info = Device{Name: d.Name, Driver: d.Driver, Kind: d.Kind, PCIBusID: d.PCIBusID,
-			BoardID: d.BoardID, FirmwareVersion: d.FirmwareVersion, NodeGUID: d.NodeGUID}
+		if c != nil {
+			c.info = Device{Name: d.Name, Driver: d.Driver, Kind: d.Kind, PCIBusID: d.PCIBusID,
+				BoardID: d.BoardID, FirmwareVersion: d.FirmwareVersion, NodeGUID: d.NodeGUID}
+		}
 	}()
 	dir, err := openDirAt(r.class.f, e.name)
 	if err != nil {
@@ -107,11 +111,15 @@ func (r *reader) scan(ctx context.Context, e classEntry) (d Device, c *devCache,
 		}
 		p, pc := r.scanPort(ports, num, x)
 		d.Ports = append(d.Ports, p)
-		if r.cache {
+		if c != nil {
 			c.ports = append(c.ports, pc)
 		}
 	}
-	d.HWCounters, c.hw = r.scanCounters(dir, "hw_counters", "hw_counters/", x)
+	var hw []file
+	d.HWCounters, hw = r.scanCounters(dir, "hw_counters", "hw_counters/", x)
+	if c != nil {
+		c.hw = hw
+	}
 	return d, c, nil
 }
 
