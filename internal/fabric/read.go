@@ -113,12 +113,12 @@ func (r *reader) read(ctx context.Context, opts ReadOptions) (*Snapshot, error) 
 func (r *reader) device(ctx context.Context, e classEntry) (Device, error) {
 	if c := r.devs[e.name]; c != nil {
 		d, stale, err := r.refresh(ctx, c)
-		if err == nil && !stale && d.Errors == nil {
-			return d, nil
+		if err != nil || (!stale && d.Errors == nil) {
+			return d, err // canceled, the cache still good; or read
 		}
 		r.drop(c)
-		if err != nil || !stale {
-			return d, err
+		if !stale {
+			return d, nil
 		}
 		// ENODEV: the files held are a removed device's, replaced under
 		// the same name between the listing and the read. Walk it anew.

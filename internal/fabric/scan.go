@@ -66,8 +66,8 @@ func (x *devRead) fail(rel, name string, err error) {
 // scan reads class/infiniband/<name> by walking it, which on a real node
 // is a symlink into the PCI function's directory, and returns the cache
 // for the next reads, which holds the files it kept open (the caller
-// drops it when it is not kept; a one-shot Read's is nil). Its failures are named by their path
-// below it ("ports/1/rate").
+// drops it when it is not kept; a one-shot Read's is nil). Its failures
+// are named by their path below it ("ports/1/rate").
 func (r *reader) scan(ctx context.Context, e classEntry) (d Device, c *devCache, err error) {
 	d = Device{Name: e.name, Ports: []Port{}}
 	if r.cache { // a one-shot Read builds no cache
