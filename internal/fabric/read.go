@@ -136,7 +136,7 @@ func (r *reader) device(ctx context.Context, e classEntry) (Device, error) {
 	return d, nil
 }
 
-// forget closes the cached devices that the listing entries lacks, or
+// forget closes the cached devices that the new listing, entries, lacks, or
 // whose entry is a different inode (the device was re-created).
 func (r *reader) forget(entries []classEntry) {
 	if len(r.devs) == 0 {
