@@ -10,27 +10,59 @@ import (
 	"syscall"
 )
 
-// readAttrFile reads the attribute name of dir into buf and returns its
-// length; len(buf) bytes mean the file was too long. sysfs is Linux's:
-// elsewhere this only serves tests and trees copied off a node.
-func readAttrFile(dir *os.File, name string, buf []byte, _ bool) (int, error) {
-	f, err := os.OpenFile(filepath.Join(dir.Name(), name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// sysfs is Linux's: elsewhere the functions below only serve tests and
+// trees copied off a node, with the os package's files.
+
+// handle is an open attribute file.
+type handle = *os.File
+
+var noHandle handle
+
+func openAttr(dir *os.File, name string, _ bool) (handle, error) {
+	return openAttrPath(filepath.Join(dir.Name(), name))
+}
+
+func openAttrPath(path string) (handle, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errNotAttr
+	}
 	if err != nil {
-		return 0, err
+		_ = f.Close()
+		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return 0, errNotAttr
-	}
-	n, err := io.ReadFull(f, buf)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	return f, nil
+}
+
+// readAt0 reads h from offset 0 into buf; a full buf means the file was
+// too long.
+func readAt0(h handle, _ string, buf []byte) (int, error) {
+	n, err := h.ReadAt(buf, 0)
+	if errors.Is(err, io.EOF) {
 		err = nil
 	}
 	return n, err
+}
+
+func closeHandle(h handle) { _ = h.Close() }
+
+// dirents lists the open directory f from its start, calling fn with
+// each entry's name; inode numbers are not known here (0).
+func dirents(f *os.File, _ []byte, fn func(name []byte, ino uint64) bool) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	entries, err := f.ReadDir(-1)
+	for _, e := range entries {
+		if !fn([]byte(e.Name()), 0) {
+			break
+		}
+	}
+	return err
 }
 
 // openDir opens a directory for listing and for the reads above.

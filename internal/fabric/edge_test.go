@@ -66,14 +66,14 @@ func TestCounterUnreadable(t *testing.T) {
 	t.Parallel()
 	root := fixture(t, "connectx-roce")
 	r := newReader()
-	r.readFile = func(dir *os.File, name string, buf []byte, regular bool) (int, error) {
+	r.readFile = func(h handle, name string, buf []byte) (int, error) {
 		switch name {
 		case "port_rcv_errors":
 			return 0, &os.PathError{Op: "read", Path: name, Err: syscall.EINVAL}
 		case "rx_write_requests":
 			return 0, &os.PathError{Op: "read", Path: name, Err: syscall.ETIMEDOUT}
 		}
-		return readAttrFile(dir, name, buf, regular)
+		return readAt0(h, name, buf)
 	}
 	s, err := r.read(context.Background(), ReadOptions{Root: root})
 	if err != nil {

@@ -47,20 +47,22 @@ func parseState(s string) (string, error) {
 // 400, "2.5 Gb/sec (1X SDR)" 2.5; the width and speed in parentheses are
 // optional.
 func parseRate(s string) (float64, error) {
-	bad := errors.New("not a rate (\"400 Gb/sec (4X NDR)\"): " + strconv.Quote(clip(s)))
+	// The error is built only when it is returned: a rate is parsed at
+	// every read whose rate changed.
+	bad := func() error { return errors.New("not a rate (\"400 Gb/sec (4X NDR)\"): " + strconv.Quote(clip(s))) }
 	num, rest, _ := strings.Cut(strings.TrimSpace(s), " ")
 	if rest != "Gb/sec" && !strings.HasPrefix(rest, "Gb/sec (") {
-		return 0, bad
+		return 0, bad()
 	}
 	// Digits with at most one point: ParseFloat alone would also take
 	// "NaN", "Inf", "1e9" and "0x1p3".
 	whole, frac, _ := strings.Cut(num, ".")
 	if !digits(whole) || (frac != "" && !digits(frac)) || strings.HasSuffix(num, ".") || len(num) > 12 {
-		return 0, bad
+		return 0, bad()
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil {
-		return 0, bad
+		return 0, bad()
 	}
 	return v, nil
 }

@@ -10,61 +10,86 @@ import (
 	"strings"
 )
 
-// port reads ports/<num>. Its failures go to the device's Errors through
-// fail.
-func (r *reader) port(ports *os.File, num int, fail func(string, error)) Port {
-	p := Port{Num: num}
-	rel := "ports/" + strconv.Itoa(num) + "/"
-	f, err := openDirAt(ports, strconv.Itoa(num))
-	if err != nil {
-		fail(rel[:len(rel)-1], err)
-		return p
-	}
-	defer func() { _ = f.Close() }()
-	field := func(file string, set func(string) error) {
-		v, err := r.text(f, file)
-		if err == nil {
-			err = set(v)
-		}
-		if err != nil && !notExposed(err) {
-			fail(rel+file, err)
-		}
-	}
-	field("state", func(v string) (err error) { p.State, err = parseState(v); return err })
-	field("phys_state", func(v string) (err error) { p.PhysState, err = parseState(v); return err })
-	field("rate", func(v string) error {
-		rate, err := parseRate(v)
-		if err == nil {
-			p.RateGbps = &rate
-		}
-		return err
-	})
-	field("link_layer", func(v string) error { p.LinkLayer = v; return nil })
-	p.Counters = r.counters(f, "counters", rel+"counters", fail)
-	p.HWCounters = r.counters(f, "hw_counters", rel+"hw_counters", fail)
-	return p
+// portCache is what a Reader keeps of a port: its number, its link
+// layer (fixed while the device exists), and the files it reads again.
+type portCache struct {
+	num                    int
+	rel                    string // "ports/1/", for errors, as the two below
+	countersRel, hwRel     string // "ports/1/counters/", "ports/1/hw_counters/"
+	linkLayer              string
+	state, physState, rate textFile
+	counters, hw           []file
 }
 
-// counters reads every file of the counters/ or hw_counters/ directory
-// name below parent, rel naming it in errors. A missing directory is nil
-// (EFA has no counters/: it answers no performance-management MADs). A file that says N/A (a device without a
-// PMA) or that the kernel refuses to read (EINVAL when the MAD fails) is
-// left out: absent, never 0.
-func (r *reader) counters(parent *os.File, name, rel string, fail func(string, error)) map[string]uint64 {
+// scanPort reads ports/<num> for the first time. Its failures go to the
+// device's Errors through x.
+func (r *reader) scanPort(ports *os.File, num int, x *devRead) (Port, portCache) {
+	p := Port{Num: num}
+	pc := portCache{num: num, rel: "ports/" + strconv.Itoa(num) + "/"}
+	pc.countersRel, pc.hwRel = pc.rel+"counters/", pc.rel+"hw_counters/"
+	f, err := openDirAt(ports, strconv.Itoa(num))
+	if err != nil {
+		x.fail(pc.rel[:len(pc.rel)-1], "", err)
+		return p, pc
+	}
+	defer func() { _ = f.Close() }()
+	text := func(t *textFile, name string) bool {
+		var b []byte
+		t.file, b, t.exists, err = r.openFile(f, name, false)
+		if err == nil {
+			err = t.parse(b)
+		}
+		if err != nil && !notExposed(err) {
+			x.fail(pc.rel, name, err)
+		}
+		return err == nil
+	}
+	if text(&pc.state, "state") {
+		p.State = pc.state.val
+	}
+	if text(&pc.physState, "phys_state") {
+		p.PhysState = pc.physState.val
+	}
+	pc.rate.isRate = true
+	if text(&pc.rate, "rate") {
+		p.RateGbps = pc.rate.rate
+	}
+	v, err := r.text(f, "link_layer")
+	if err != nil && !notExposed(err) {
+		x.fail(pc.rel, "link_layer", err)
+	}
+	p.LinkLayer, pc.linkLayer = v, v
+	p.Counters, pc.counters = r.scanCounters(f, "counters", pc.countersRel, x)
+	p.HWCounters, pc.hw = r.scanCounters(f, "hw_counters", pc.hwRel, x)
+	return p, pc
+}
+
+// scanCounters reads every file of the counters/ or hw_counters/
+// directory name below parent for the first time, rel ("ports/1/counters/")
+// naming it in errors, and returns the files to read again. A missing directory is
+// nil (EFA has no counters/: it answers no performance-management MADs).
+// A file that says N/A (a device without a PMA) or that the kernel
+// refuses to read (EINVAL when the MAD fails) is left out of the map:
+// absent, never 0. It stays among the files, to be tried again.
+func (r *reader) scanCounters(parent *os.File, name, rel string, x *devRead) (map[string]uint64, []file) {
 	f, err := openDirAt(parent, name)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			fail(rel, err)
+			x.fail(rel[:len(rel)-1], "", err)
 		}
-		return nil
+		return nil, nil
 	}
 	defer func() { _ = f.Close() }()
 	entries, err := list(f, maxCounters)
 	if err != nil {
-		fail(rel, err)
+		x.fail(rel[:len(rel)-1], "", err)
 	}
 	if len(entries) == 0 {
-		return nil
+		return nil, nil
+	}
+	var files []file
+	if r.cache {
+		files = make([]file, 0, len(entries))
 	}
 	m := make(map[string]uint64, len(entries))
 	for _, e := range entries {
@@ -77,29 +102,34 @@ func (r *reader) counters(parent *os.File, name, rel string, fail func(string, e
 		// The listing already says what each entry is (sysfs gives its
 		// type), which spares a stat per counter.
 		if !e.Type().IsRegular() {
-			fail(rel+"/"+name, errNotAttr)
+			x.fail(rel, name, errNotAttr)
 			continue
 		}
-		b, err := r.attr(f, name, true)
-		if err != nil {
-			if !notExposed(err) {
-				fail(rel+"/"+name, err)
-			}
-			continue
+		cf, b, opened, err := r.openFile(f, name, true)
+		if opened && r.cache {
+			files = append(files, cf)
 		}
-		v, err := parseCounter(b)
-		if err != nil {
-			if !errors.Is(err, errNotAvailable) {
-				fail(rel+"/"+name, err)
-			}
-			continue
+		if err == nil {
+			err = counter(m, name, b)
 		}
-		m[name] = v
+		if err != nil && !notExposed(err) && !errors.Is(err, errNotAvailable) {
+			x.fail(rel, name, err)
+		}
 	}
 	if len(m) == 0 {
-		return nil // all N/A: as absent as no directory
+		return nil, files // all N/A: as absent as no directory
 	}
-	return m
+	return m, files
+}
+
+// counter parses b into m[name]; N/A is errNotAvailable and no entry.
+func counter(m map[string]uint64, name string, b []byte) error {
+	v, err := parseCounter(b)
+	if err != nil {
+		return err
+	}
+	m[name] = v
+	return nil
 }
 
 // listPorts opens dev's ports/ and lists it by number. A name that is no

@@ -3,13 +3,10 @@ package fabric
 import (
 	"context"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 )
 
-// ReadOptions configures Read.
+// ReadOptions configures Read and NewReader.
 type ReadOptions struct {
 	// Root is where sysfs is mounted: "/sys" when empty, the host's sysfs
 	// bind-mounted into the agent's container otherwise (node_exporter's
@@ -20,7 +17,7 @@ type ReadOptions struct {
 	ExpectedDevices int
 }
 
-// Bounds on one Read, so that a broken or hostile sysfs (a directory of a
+// Bounds on one read, so that a broken or hostile sysfs (a directory of a
 // million entries, a counter file of a gigabyte) costs a bounded amount
 // of time and memory. Real nodes are far below them: a p5.48xlarge has 32
 // devices of one port and about 25 counters each, a ConnectX port about 50.
@@ -28,50 +25,66 @@ const (
 	maxDevices  = 512
 	maxPorts    = 64
 	maxCounters = 256     // per counters/ or hw_counters/ directory
-	maxFiles    = 1 << 16 // attribute reads per Read, all devices together
+	maxFiles    = 1 << 16 // attribute reads per read, all devices together
 )
 
-// Read reads every RDMA device under <Root>/class/infiniband. A node
+// Read reads every RDMA device under <Root>/class/infiniband once. A node
 // without RDMA (no such directory) has zero devices and no error. What
 // cannot be read is recorded in the Snapshot's or the device's Errors and
 // the rest is still read; the returned error is only ctx's, checked
-// between files (a sysfs read cannot be interrupted).
+// between devices and ports (a sysfs read cannot be interrupted). An agent
+// that reads the fabric at every collection uses a Reader instead.
 func Read(ctx context.Context, opts ReadOptions) (*Snapshot, error) {
-	return newReader().read(ctx, opts)
+	r := newReader()
+	defer r.close()
+	return r.read(ctx, opts)
 }
 
-// reader holds one Read's buffer and file budget; it is not safe for
-// concurrent use.
+// reader is what Read and a Reader share: the buffer, the file budget,
+// and for a Reader the class directory, the devices read so far and the
+// files held open. It is not safe for concurrent use.
 type reader struct {
 	buf   []byte
-	files int
-	// readFile reads one attribute of dir into buf: readAttrFile, or in
-	// tests a wrapper that fails the way the kernel does (EINVAL).
-	readFile func(dir *os.File, name string, buf []byte, regular bool) (int, error)
+	files int // attribute reads in this read; the budget is maxFiles
+	// readFile reads a held or just opened attribute into buf from
+	// offset 0: readAt0, or in tests a wrapper that fails the way the
+	// kernel does (EINVAL, ENODEV).
+	readFile func(h handle, name string, buf []byte) (int, error)
+
+	// cache: keep the devices between reads (a Reader); a one-shot Read
+	// keeps nothing and holds no file past the read.
+	cache   bool
+	maxHeld int // the bound on held attribute files
+	held    int // attribute files held open now
+	class   classDir
+	devs    map[string]*devCache
+	gen     uint64 // counts reads, to find the devices a listing lost
 }
 
 func newReader() *reader {
-	return &reader{buf: make([]byte, maxAttrBytes+1), readFile: readAttrFile}
+	return &reader{buf: make([]byte, maxAttrBytes+1), readFile: readAt0}
 }
 
 func (r *reader) read(ctx context.Context, opts ReadOptions) (*Snapshot, error) {
+	// The budget is per read; it is reset at the end so that a test can
+	// start a read with part of it spent.
+	defer func() { r.files = 0 }()
 	root := opts.Root
 	if root == "" {
 		root = "/sys"
 	}
 	s := &Snapshot{ExpectedDevices: opts.ExpectedDevices, Devices: []Device{}}
-	class, err := openDir(filepath.Join(root, "class", "infiniband"))
-	if errors.Is(err, fs.ErrNotExist) {
+	entries, err := r.class.list(root)
+	if errors.Is(err, errNoClass) {
+		r.forget(nil)
 		return s, nil // no RDMA on this node
 	}
 	if err != nil {
 		s.Errors = append(s.Errors, problem("class/infiniband", err))
-		return s, nil
 	}
-	defer func() { _ = class.Close() }()
-	entries, err := list(class, maxDevices)
-	if err != nil {
-		s.Errors = append(s.Errors, problem("class/infiniband", err))
+	r.forget(entries)
+	if len(entries) > 0 {
+		s.Devices = make([]Device, 0, len(entries))
 	}
 	for i, e := range entries {
 		if err := ctx.Err(); err != nil {
@@ -81,88 +94,77 @@ func (r *reader) read(ctx context.Context, opts ReadOptions) (*Snapshot, error) 
 			s.Errors = append(s.Errors, errBudget.Error()+": "+strconv.Itoa(len(entries)-i)+" devices not read")
 			break
 		}
-		d, err := r.device(ctx, class, e.Name())
+		d, err := r.device(ctx, e)
 		if err != nil {
 			return nil, err
 		}
 		s.Devices = append(s.Devices, d)
 	}
+	if !r.cache {
+		r.class.close()
+	}
 	return s, nil
 }
 
-// device reads class/infiniband/<name>, which on a real node is a symlink
-// into the PCI function's directory. Its failures are named by their path
-// below it ("ports/1/rate").
-func (r *reader) device(ctx context.Context, class *os.File, name string) (d Device, err error) {
-	d = Device{Name: name, Ports: []Port{}}
-	spent := false // the budget's end is reported once, not for every file left
-	fail := func(rel string, err error) {
-		if errors.Is(err, errBudget) {
-			if spent {
-				return
-			}
-			spent = true
+// device reads one device: from its cache if the class entry is the one
+// cached, else by walking its directory. A device whose reading had an
+// error is not kept, so the next read walks it again: its errors may be
+// transient, and the walk is what a one-shot Read would do.
+func (r *reader) device(ctx context.Context, e classEntry) (Device, error) {
+	if c := r.devs[e.name]; c != nil {
+		d, stale, err := r.refresh(ctx, c)
+		if err != nil || (!stale && d.Errors == nil) {
+			return d, err // canceled, the cache still good; or read
 		}
-		d.Errors = append(d.Errors, problem(rel, err))
-	}
-	defer func() { d.Kind = kindOf(&d) }() // from the driver and ports read, however far that got
-	dir, err := openDirAt(class, name)
-	if err != nil {
-		fail(name, err)
-		return d, nil
-	}
-	defer func() { _ = dir.Close() }()
-	r.identity(&d, dir.Name(), fail)
-	for _, a := range []struct {
-		file string
-		to   *string
-	}{{"board_id", &d.BoardID}, {"fw_ver", &d.FirmwareVersion}, {"node_guid", &d.NodeGUID}} {
-		v, err := r.text(dir, a.file)
-		if err != nil && !notExposed(err) {
-			fail(a.file, err)
+		r.drop(c)
+		if !stale {
+			return d, nil
 		}
-		*a.to = v
+		// ENODEV: the files held are a removed device's, replaced under
+		// the same name between the listing and the read. Walk it anew.
 	}
-	ports, nums, err := listPorts(dir)
-	if err != nil {
-		fail("ports", err)
+	d, c, err := r.scan(ctx, e)
+	if err != nil || !r.cache || d.Errors != nil {
+		r.dropFiles(c)
+		return d, err
 	}
-	if ports != nil {
-		defer func() { _ = ports.Close() }()
+	if r.devs == nil {
+		r.devs = make(map[string]*devCache)
 	}
-	for _, num := range nums {
-		if err := ctx.Err(); err != nil {
-			return d, err
-		}
-		d.Ports = append(d.Ports, r.port(ports, num, fail))
-	}
-	d.HWCounters = r.counters(dir, "hw_counters", "hw_counters", fail)
+	c.seen = r.gen
+	r.devs[e.name] = c
 	return d, nil
 }
 
-// identity reads the PCI address and the driver from the device link:
-// device -> ../../../0000:3b:00.0 and device/driver -> …/drivers/mlx5_core.
-// Only the link targets' names are wanted, so the links are read, not
-// followed; a device without a device link (a software device) has
-// neither, and that is no error.
-func (r *reader) identity(d *Device, dir string, fail func(string, error)) {
-	target, err := os.Readlink(filepath.Join(dir, "device"))
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			fail("device", err)
+// forget closes the cached devices that the new listing, entries, lacks, or
+// whose entry is a different inode (the device was re-created).
+func (r *reader) forget(entries []classEntry) {
+	if len(r.devs) == 0 {
+		return
+	}
+	r.gen++
+	for _, e := range entries {
+		if c := r.devs[e.name]; c != nil && c.ino == e.ino {
+			c.seen = r.gen
 		}
-		return
 	}
-	d.PCIBusID = pciAddress(filepath.Base(target))
-	if _, err := os.Stat(filepath.Join(dir, "device")); err != nil {
-		fail("device", errors.New("link to "+target+" points nowhere"))
-		return
+	for _, c := range r.devs {
+		if c.seen != r.gen {
+			r.drop(c)
+		}
 	}
-	drv, err := os.Readlink(filepath.Join(dir, "device", "driver"))
-	switch {
-	case err == nil:
-		d.Driver = filepath.Base(drv)
-	case !errors.Is(err, fs.ErrNotExist): // no driver link: unbound
-		fail("device/driver", err)
+}
+
+// drop forgets a cached device and closes its files.
+func (r *reader) drop(c *devCache) {
+	delete(r.devs, c.name)
+	r.dropFiles(c)
+}
+
+// close closes every file the reader holds.
+func (r *reader) close() {
+	for _, c := range r.devs {
+		r.drop(c)
 	}
+	r.class.close()
 }
