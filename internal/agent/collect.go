@@ -24,7 +24,7 @@ type collector struct {
 	// readFabric reads the node's RDMA devices (nil: not read), with
 	// expectedRDMA the device count the node should have (0: unknown). A
 	// snapshot that comes with a fabric (the sim's) keeps it.
-	readFabric   func(context.Context) (*fabric.Snapshot, error)
+	readFabric   *fabric.Reader
 	expectedRDMA func() int
 	exp          *exporter.Exporter
 	// onSnapshot receives every snapshot, nil when the backend failed.
@@ -70,7 +70,7 @@ func (c *collector) collectOnce(ctx context.Context, timeout time.Duration) (*gp
 	}
 	if snap.Fabric == nil && c.readFabric != nil {
 		fs := c.now()
-		f, err := c.readFabric(ctx)
+		f, err := c.readFabric.Read(ctx)
 		// A read cut short by the pass's deadline reports nothing: a
 		// half-read fabric would look like devices gone missing.
 		if err == nil {

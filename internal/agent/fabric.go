@@ -17,7 +17,11 @@ import (
 // when --fabric is off. The sim backend brings its own fabric in its
 // snapshots and reads none from the machine it runs on, unless --sysfs
 // names a tree (the agent's benchmark reads a fixture that way).
-func fabricReader(o *Options) func(context.Context) (*fabric.Snapshot, error) {
+//
+// One Reader lives as long as the agent: it keeps the devices' fixed
+// attributes and their counter files open between collections, so a read
+// is one pread per value (docs/benchmarks.md, "RDMA fabric read").
+func fabricReader(o *Options) *fabric.Reader {
 	if !o.Fabric || o.Backend == BackendSim && o.SysfsPath == "" {
 		return nil
 	}
@@ -25,9 +29,7 @@ func fabricReader(o *Options) func(context.Context) (*fabric.Snapshot, error) {
 	if root == "" {
 		root = filepath.Join(o.HostRoot, "sys")
 	}
-	return func(ctx context.Context) (*fabric.Snapshot, error) {
-		return fabric.Read(ctx, fabric.ReadOptions{Root: root})
-	}
+	return fabric.NewReader(fabric.ReadOptions{Root: root})
 }
 
 // followFabricManagerLog follows NVIDIA Fabric Manager's log from its end

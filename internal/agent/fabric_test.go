@@ -46,6 +46,11 @@ func TestCollectReadsTheFabric(t *testing.T) {
 	o := &Options{Fabric: true, SysfsPath: root, Backend: BackendNVML}
 	c, _ := newTestCollector(t, node, 8)
 	c.readFabric = fabricReader(o)
+	defer func() {
+		if err := c.readFabric.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	c.expectedRDMA = func() int { return 8 }
 	snap, err := c.collectOnce(context.Background(), time.Second)
 	if err != nil {

@@ -54,6 +54,14 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	}()
 	log.Info("GPU backend ready", "backend", src.Name())
 
+	fab := fabricReader(o)
+	if fab != nil {
+		defer func() {
+			if err := fab.Close(); err != nil {
+				log.Warn("closing the fabric reader", "err", err)
+			}
+		}()
+	}
 	var expected, expectedRDMA atomic.Int64
 	expected.Store(int64(o.ExpectedGPUs))
 	expectedRDMA.Store(int64(o.ExpectedRDMADevices))
@@ -63,7 +71,7 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 		hostOpts:     host.Options{Root: o.HostRoot},
 		probeHost:    src.Name() != BackendSim,
 		expectedGPUs: func() int { return int(expected.Load()) },
-		readFabric:   fabricReader(o),
+		readFabric:   fab,
 		expectedRDMA: func() int { return int(expectedRDMA.Load()) },
 		exp:          exp,
 		log:          log,
