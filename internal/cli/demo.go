@@ -33,6 +33,9 @@ type demoOptions struct {
 	metricsAddr string
 	agentAddr   string
 	verbose     bool
+	// faultsPerMinute overrides the pace's rate of drawn faults when it
+	// is 0 or more.
+	faultsPerMinute float64
 }
 
 func newDemoCommand(out io.Writer) *cobra.Command {
@@ -60,6 +63,10 @@ error on one of its GPUs is repaired by resetting that GPU alone: the
 agent knows from the kubelet's PodResources which pod holds it, only that
 pod is evicted, the node stays schedulable and the GPU is back in seconds.
 
+Node gpu-node-0002 is an on-premises HGX node on InfiniBand whose rail-3
+cable flaps: the agent counts the port's link_downed, the network condition
+goes False, and the node is replaced (a reboot would keep the bad cable).
+
 --speed scales the pace: faults per minute, boot times and how long a
 condition must hold before a repair all scale by it.`,
 		Args: cobra.NoArgs,
@@ -76,6 +83,7 @@ condition must hold before a repair all scale by it.`,
 	cmd.Flags().IntVar(&o.nodes, "nodes", 32, "fake GPU nodes in the fleet")
 	cmd.Flags().Float64Var(&o.speed, "speed", 1, "pace: 1 is a few incidents a minute with 30 s reboots and 90 s boots; 2 is twice as fast")
 	cmd.Flags().Int64Var(&o.seed, "seed", 1, "seed of the fault draws")
+	cmd.Flags().Float64Var(&o.faultsPerMinute, "faults-per-minute", -1, "mean rate of the faults drawn from the failure mix (default: 1.5 a minute per 32 nodes, times --speed; 0: only the planted ones)")
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "", "directory with the control plane and gpuheal binaries (default: $GPUHEAL_BIN_DIR or <repo>/bin)")
 	cmd.Flags().StringVar(&o.workDir, "work-dir", "", "where the kubeconfig, logs and audit log go (default: a temporary directory removed on exit)")
 	cmd.Flags().StringVar(&o.metricsAddr, "controller-address", "127.0.0.1:8080", "the controller's metrics, audit API and status page")
@@ -132,6 +140,9 @@ func runDemo(ctx context.Context, out io.Writer, o *demoOptions) (err error) {
 		return err
 	}
 	pace := paceFor(o.nodes, o.speed)
+	if o.faultsPerMinute >= 0 {
+		pace.faultsPerMinute = o.faultsPerMinute
+	}
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, gpuhealv1.AddToScheme} {
@@ -276,8 +287,8 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 }
 
 // demoFabricSlot is the fleet's one on-premises HGX node: no EFA instance
-// type, so its simulated fabric is 8 ConnectX InfiniBand HCAs, and a
-// cable on its rail 3 starts flapping. The network condition takes it out
+// type, so its simulated fabric is 8 ConnectX InfiniBand HCAs, and the
+// cable on its rail 3 flaps from the start, every 10 s. The network condition takes it out
 // and the node is replaced (a reboot keeps a bad cable).
 var demoFabricSlot = testenv.NodeName(demoNodePrefix, 2)
 
@@ -288,16 +299,18 @@ var demoFabricSlot = testenv.NodeName(demoNodePrefix, 2)
 var demoLatentSlot = testenv.NodeName(demoNodePrefix, 1)
 
 // writeDemoSchedule plants those faults for the sim fleet (the random mix
-// goes on beside them): the latent one, and first a double-bit error on
-// the inference node's GPU demoResetGPU.
+// goes on beside them): the latent one, the flapping cable, and first a
+// double-bit error on the inference node's GPU demoResetGPU.
 func writeDemoSchedule(path, resetNode string) error {
 	return schedule.WriteSchedule(path, []schedule.ScheduledFault{
 		{At: 0, Slot: demoLatentSlot, Class: "latent-nccl-bandwidth", GPU: 3},
+		// From the start, so the mix draws no other fault on the node
+		// (it draws only on nodes without one).
+		{At: 0, Slot: demoFabricSlot, Class: "network-cable-flapping-fast", GPU: 3},
 		{At: time.Second, Slot: resetNode, Class: "hbm3-dbe", GPU: demoResetGPU},
 		// After the reset has ended at every --speed up to 8, so that a
 		// small demo's breaker (20% of 8 nodes is one) does not hold it.
 		{At: 12 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
-		{At: 20 * time.Second, Slot: demoFabricSlot, Class: "network-cable-flapping-fast", GPU: 3},
 	})
 }
 

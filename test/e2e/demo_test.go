@@ -16,10 +16,13 @@ import (
 	"github.com/gpuheal/gpuheal/internal/testproc"
 )
 
-// TestDemo runs `gpuheal demo` as a newcomer would (small and fast): a
+// TestDemo runs `gpuheal demo` as a newcomer would, small and fast, with
+// fewer drawn faults than the default pace (at --speed 8 on 8 nodes the
+// breaker, one node, would hold the planted faults' repairs behind them): a
 // fault is detected, its node repaired and the time to recover printed;
 // the health gate catches the node with the planted latent fault; the
 // inference node's double-bit error is repaired by resetting its GPU alone;
+// a flapping InfiniBand link takes its node out and it is replaced;
 // the status page answers; Ctrl-C stops everything and leaves no process
 // behind.
 func TestDemo(t *testing.T) {
@@ -31,11 +34,12 @@ func TestDemo(t *testing.T) {
 	workDir := t.TempDir()
 	controller := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	out := &lineLog{match: func(l string) bool { return strings.Contains(l, "RECOVERED in") }, found: make(chan string, 1)}
-	demo := testproc.StartCommand(t, procs.Command{Path: gpuheal, Args: []string{"demo", "--nodes=8", "--speed=8", "--seed=3",
+	demo := testproc.StartCommand(t, procs.Command{Path: gpuheal, Args: []string{"demo", "--nodes=8", "--speed=8", "--seed=3", "--faults-per-minute=0.5",
 		"--bin-dir=" + binDir, "--work-dir=" + workDir, "--controller-address=" + controller,
 		fmt.Sprintf("--agent-address=127.0.0.1:%d", freePort(t))}, Output: out, StopSignal: syscall.SIGINT})
 	defer func() {
 		if t.Failed() {
+			t.Logf("demo output:\n%s", out.String())
 			for _, f := range []string{"gpuheal-controller.log", "gpuheal-agent.log"} {
 				b, _ := os.ReadFile(filepath.Join(workDir, f))
 				t.Logf("%s (last 3000 bytes):\n%s", f, tail(b, 3000))
@@ -69,6 +73,13 @@ func TestDemo(t *testing.T) {
 	// that GPU moves, the node is never cordoned, the GPU is reset.
 	testproc.EventuallyTrue(t, 3*time.Minute, "the inference node's GPU 1 is reset after a partial drain", func() bool {
 		return resetNode(out.String()) != ""
+	})
+	// The on-premises node's flapping InfiniBand cable: the network
+	// condition takes it out, and it is replaced (a reboot keeps a cable).
+	testproc.EventuallyTrue(t, 3*time.Minute, "gpu-node-0002's flapping link is detected and the node replaced", func() bool {
+		s := out.String()
+		return strings.Contains(s, "gpu-node-0002    DETECTED GPUHealNetworkingHealthy=False FabricLinkFlapping: infiniband port mlx5_3/1") &&
+			strings.Contains(s, "gpu-node-0002    RECOVERED in ") && strings.Contains(s, "(replace, replaced by gpu-node-0002-")
 	})
 	node := resetNode(out.String())
 	for _, l := range strings.Split(out.String(), "\n") {
