@@ -7,6 +7,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/gpuheal/gpuheal/internal/fabric"
+	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 )
 
 // BenchmarkScrape8GPU serves a whole scrape of a healthy 8-GPU H100 node
@@ -51,13 +54,24 @@ func BenchmarkScrape8GPU(b *testing.B) {
 }
 
 // BenchmarkUpdate8GPU is the other half of the cost: Update renders and
-// encodes every series once per collection so that scrapes don't have to.
+// encodes every series once per collection so that scrapes don't have to;
+// efa-32 adds a p5's 32 EFA devices (every counter a series).
 func BenchmarkUpdate8GPU(b *testing.B) {
-	e := New(Options{})
-	snap := simSnapshot(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		e.Update(snap, results)
+	for _, bc := range []struct {
+		name string
+		fab  sim.FabricOptions
+	}{
+		{"no-fabric", sim.FabricOptions{}},
+		{"efa-32", sim.FabricOptions{Devices: sim.EFADevicesP5, Kind: fabric.KindEFA}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := New(Options{})
+			snap := simSnapshotWith(b, sim.Options{GPUs: 8, Seed: 1, Fabric: bc.fab})
+			b.ReportAllocs()
+			for b.Loop() {
+				e.Update(snap, results)
+			}
+		})
 	}
 }
 

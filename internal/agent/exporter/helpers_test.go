@@ -71,7 +71,15 @@ func twoGPUSnapshot() *gpu.NodeSnapshot {
 // applying faults.
 func simSnapshot(t testing.TB, faults ...sim.Fault) *gpu.NodeSnapshot {
 	t.Helper()
-	n, err := sim.New(sim.Options{GPUs: 8, Seed: 1, Clock: clocktesting.NewFakeClock(snapTime)})
+	return simSnapshotWith(t, sim.Options{GPUs: 8, Seed: 1}, faults...)
+}
+
+// simSnapshotWith is simSnapshot of a sim node with opts (its clock the
+// fixed snapTime).
+func simSnapshotWith(t testing.TB, opts sim.Options, faults ...sim.Fault) *gpu.NodeSnapshot {
+	t.Helper()
+	opts.Clock = clocktesting.NewFakeClock(snapTime)
+	n, err := sim.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
