@@ -32,20 +32,7 @@ func testGPUUUID(i int) string { return fmt.Sprintf("GPU-00000000-0000-0000-0000
 // other seven; once the rule is removed the first claim is allocated too.
 func TestDeviceTaintRuleKeepsTheSchedulerOffTheGPU(t *testing.T) {
 	t.Parallel()
-	testcluster.RequireBinaries(t, true, true)
-	env := testcluster.Start(t, testenv.Options{Kwok: true, Workloads: true})
-	c := env.Client
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	nodes, err := testenv.CreateGPUNodes(ctx, c, "dra", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := testenv.WaitNodesReady(ctx, c, nodes); err != nil {
-		t.Fatal(err)
-	}
-	node := nodes[0]
-	publishGPUs(ctx, t, c, node)
+	ctx, c, node := draNode(t, "dra")
 
 	nr := &v1alpha1.NodeRemediation{ObjectMeta: metav1.ObjectMeta{Name: node + "-0badc0de"}}
 	nr.Spec.NodeName, nr.Spec.Trigger.Reason = node, "NvidiaDoubleBitError"
@@ -103,20 +90,7 @@ func TestDeviceTaintRuleKeepsTheSchedulerOffTheGPU(t *testing.T) {
 // the pod whose claim holds that GPU, and no other pod of the node.
 func TestNoExecuteDeviceTaintEvictsOnlyThatGPUsPods(t *testing.T) {
 	t.Parallel()
-	testcluster.RequireBinaries(t, true, true)
-	env := testcluster.Start(t, testenv.Options{Kwok: true, Workloads: true})
-	c := env.Client
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	nodes, err := testenv.CreateGPUNodes(ctx, c, "dra-noexec", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := testenv.WaitNodesReady(ctx, c, nodes); err != nil {
-		t.Fatal(err)
-	}
-	node := nodes[0]
-	publishGPUs(ctx, t, c, node)
+	ctx, c, node := draNode(t, "dra-noexec")
 	for _, i := range []int{3, 5} {
 		claimPod(ctx, t, c, node, fmt.Sprintf("on-gpu%d", i), resourcev1.ExactDeviceRequest{DeviceClassName: testDRADriver,
 			Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
@@ -155,6 +129,26 @@ func waitScheduled(ctx context.Context, t *testing.T, c client.Client, name stri
 		return err == nil && p.Spec.NodeName != "", err
 	}))
 	return p
+}
+
+// draNode starts a real API server with the scheduler, the controller
+// manager and kwok, and one Ready kwok node whose 8 GPUs testDRADriver
+// publishes; the context ends with the test or after 4 minutes.
+func draNode(t *testing.T, prefix string) (context.Context, client.Client, string) {
+	t.Helper()
+	testcluster.RequireBinaries(t, true, true)
+	env := testcluster.Start(t, testenv.Options{Kwok: true, Workloads: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	nodes, err := testenv.CreateGPUNodes(ctx, env.Client, prefix, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.WaitNodesReady(ctx, env.Client, nodes); err != nil {
+		t.Fatal(err)
+	}
+	publishGPUs(ctx, t, env.Client, nodes[0])
+	return ctx, env.Client, nodes[0]
 }
 
 // publishGPUs makes testDRADriver's DeviceClass (once per cluster) and a
