@@ -48,7 +48,7 @@ func parseOptions(args []string, usage io.Writer) (*options, logging.Options, er
 	fs.DurationVar(&o.KmsgPoll, "kmsg-poll-interval", 200*time.Millisecond, "how often a followed kernel-log file or the syslog(2) ring is checked (the device needs no polling)")
 	fs.BoolVar(&o.Fabric, "fabric", true, "read the node's RDMA devices (InfiniBand, RoCE, EFA) from sysfs every interval: metrics and the network condition")
 	fs.StringVar(&o.SysfsPath, "sysfs", "", "where the host's sysfs is mounted (default: --host-root's sys)")
-	fs.IntVar(&o.ExpectedRDMADevices, "expected-rdma-devices", 0, "RDMA devices this node should have when its instance type does not say (0: unknown)")
+	fs.IntVar(&o.ExpectedRDMADevices, "expected-rdma-devices", 0, "RDMA devices this node should have; when set it wins over the instance type's count, which is the most the type takes (0: the instance type's, else unknown)")
 	fs.StringVar(&o.FabricManagerLog, "fabric-manager-log", "", "NVIDIA Fabric Manager's log file to follow for NVSwitch and NVLink failures, e.g. /var/log/fabricmanager.log under --host-root (empty: off)")
 	fs.StringVar(&o.PodResourcesSocket, "pod-resources-socket", podresources.DefaultSocket, "the kubelet's pod-resources socket, read for the pods that hold a faulty GPU (\"\": off, and a repair drains the whole node)")
 	fs.StringVar(&o.StateDir, "state-dir", "/var/lib/gpuheal", "where the agent keeps its kernel-log position across restarts")

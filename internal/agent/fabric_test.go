@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fakeclock "k8s.io/utils/clock/testing"
 
+	v1alpha1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/agent/kubecore"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/gpu/sim"
 	"github.com/gpuheal/gpuheal/internal/poll"
@@ -122,5 +125,28 @@ func TestFollowFabricManagerLog(t *testing.T) {
 	case f := <-got:
 		t.Errorf("a second finding %+v (the old line is not to be read)", f)
 	default:
+	}
+}
+
+// TestRDMAFromNode: the instance type names the most EFA devices it takes;
+// a count the operator gave (--expected-rdma-devices) is not replaced.
+func TestRDMAFromNode(t *testing.T) {
+	node := func(typ string) *kubecore.Node {
+		return &kubecore.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.LabelInstanceType: typ}}}
+	}
+	for _, tc := range []struct {
+		typ   string
+		fixed bool
+		want  int
+	}{
+		{"p5.48xlarge", false, 32},
+		{"p4d.24xlarge", false, 4},
+		{"p5.48xlarge", true, 0},
+		{"g6e.xlarge", false, 0},
+		{"", false, 0},
+	} {
+		if got := rdmaFromNode(node(tc.typ), tc.fixed); got != tc.want {
+			t.Errorf("%q fixed=%v: %d, want %d", tc.typ, tc.fixed, got, tc.want)
+		}
 	}
 }

@@ -15,8 +15,11 @@ import (
 
 // ownNodeFacts are what watchOwnNode keeps up to date: the expected GPU
 // and RDMA device counts, and the driver gate (nil: no backend to release).
+// rdmaFixed: --expected-rdma-devices was given, and the instance type's
+// count does not replace it.
 type ownNodeFacts struct {
 	gpus, rdma *atomic.Int64
+	rdmaFixed  bool
 	gate       *driverGate
 }
 
@@ -51,9 +54,11 @@ func watchOwnNode(ctx context.Context, kube rest.Interface, node string, facts o
 					expected.Store(int64(count))
 				}
 			}
-			// The instance type's RDMA device count wins over the flag, as
-			// its GPU count does.
-			if rdma := fabric.ExpectedDevices(n.Labels[v1alpha1.LabelInstanceType]); rdma > 0 && facts.rdma != nil {
+			// The instance type's RDMA device count is the most it takes; an
+			// operator who launched fewer EFA interfaces says so with the
+			// flag, which then stays (a count too high would have every
+			// such node replaced for devices it was never given).
+			if rdma := rdmaFromNode(&n, facts.rdmaFixed); rdma > 0 && facts.rdma != nil {
 				facts.rdma.Store(int64(rdma))
 			}
 			if gate != nil {
@@ -72,6 +77,15 @@ func watchOwnNode(ctx context.Context, kube rest.Interface, node string, facts o
 		case <-t.C:
 		}
 	}
+}
+
+// rdmaFromNode is the RDMA device count the node's instance type names,
+// or 0 when the flag fixed the count (or the type has no EFA).
+func rdmaFromNode(n *kubecore.Node, fixed bool) int {
+	if fixed {
+		return 0
+	}
+	return fabric.ExpectedDevices(n.Labels[v1alpha1.LabelInstanceType])
 }
 
 func readExpectedGPUs(ctx context.Context, c rest.Interface, node string) (int, error) {

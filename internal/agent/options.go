@@ -58,9 +58,9 @@ type Options struct {
 	// SysfsPath is where the host's sysfs is mounted; "" means
 	// HostRoot/sys.
 	SysfsPath string
-	// ExpectedRDMADevices is how many RDMA devices the node should have
-	// when its instance type does not say (fabric.ExpectedDevices); 0 is
-	// unknown.
+	// ExpectedRDMADevices is how many RDMA devices the node should have;
+	// set, it wins over the instance type's count (fabric.ExpectedDevices,
+	// the most the type takes); 0 leaves that, or unknown.
 	ExpectedRDMADevices int
 	// FabricManagerLog is NVIDIA Fabric Manager's log file, followed for
 	// its NVSwitch and NVLink failures; "" turns that off.

@@ -154,7 +154,7 @@ func Run(ctx context.Context, o *Options, d Deps, out io.Writer, log *slog.Logge
 	if kube != nil {
 		// The Node's count wins over --expected-gpus (expected's first
 		// value), which stays only while the Node names none.
-		go watchOwnNode(ctx, kube, o.NodeName, ownNodeFacts{gpus: &expected, rdma: &expectedRDMA, gate: gate}, o.Interval, time.Minute, log)
+		go watchOwnNode(ctx, kube, o.NodeName, ownNodeFacts{gpus: &expected, rdma: &expectedRDMA, rdmaFixed: o.ExpectedRDMADevices > 0, gate: gate}, o.Interval, time.Minute, log)
 	}
 	if err := startGPUResets(ctx, o, d, src, gate, health, c, exp, clk, log); err != nil {
 		return err
