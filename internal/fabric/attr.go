@@ -170,9 +170,9 @@ func problem(rel string, err error) string {
 
 // clip bounds what a hostile file can put into an error message.
 func clip(s string) string {
-	const max = 64
-	if len(s) > max {
-		return s[:max] + "…"
+	const most = 64
+	if len(s) > most {
+		return s[:most] + "…"
 	}
 	return s
 }

@@ -155,10 +155,10 @@ func listPorts(dev *os.File) (*os.File, []int, error) {
 }
 
 // list returns the entries of the open directory f sorted by name, at
-// most max of them: past max it returns those it read first and an error
-// saying there were more.
-func list(f *os.File, max int) ([]fs.DirEntry, error) {
-	entries, err := f.ReadDir(max + 1)
+// most limit of them: past limit it returns those it read first and an
+// error saying there were more.
+func list(f *os.File, limit int) ([]fs.DirEntry, error) {
+	entries, err := f.ReadDir(limit + 1)
 	if err != nil && len(entries) == 0 {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
@@ -166,9 +166,9 @@ func list(f *os.File, max int) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	err = nil
-	if len(entries) > max {
-		entries = entries[:max]
-		err = errors.New("more than " + strconv.Itoa(max) + " entries; read " + strconv.Itoa(max))
+	if len(entries) > limit {
+		entries = entries[:limit]
+		err = errors.New("more than " + strconv.Itoa(limit) + " entries; read " + strconv.Itoa(limit))
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, err
