@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -167,14 +168,14 @@ func runDemo(ctx context.Context, out io.Writer, o *demoOptions) (err error) {
 	}()
 	log.Info("control plane ready", "after", time.Since(start).Round(time.Millisecond))
 
-	resetNode, err := seedDemoCluster(ctx, env.Client, o.nodes, pace)
+	planted, err := seedDemoCluster(ctx, env.Client, o.nodes, pace)
 	if err != nil {
 		return err
 	}
 	log.Info("fleet and workloads running", "nodes", o.nodes, "after", time.Since(start).Round(time.Millisecond))
 
 	schedulePath := filepath.Join(workDir, "schedule.jsonl")
-	if err := writeDemoSchedule(schedulePath, resetNode); err != nil {
+	if err := writeDemoSchedule(schedulePath, planted); err != nil {
 		return err
 	}
 	running, err := startDemoProcesses(ownDir, workDir, env.Kubeconfig, schedulePath, o, pace)
@@ -217,45 +218,57 @@ const (
 	demoResetGPU      = 1
 )
 
+// demoPlanted are the nodes of the planted faults that depend on where
+// the scheduler put the training jobs: the inference service's node (its
+// GPU is reset) and the on-premises node whose cable flaps.
+type demoPlanted struct{ reset, fabric string }
+
 // seedDemoCluster creates the fleet, two training jobs that fill most of
 // it (one pod per node, 8 GPUs each, one pod at a time may be disrupted),
-// the inference service on the first node they left free, and the live
-// policy. It returns the inference service's node.
-func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoPace) (string, error) {
+// the inference service on the first node they left free, the
+// on-premises node, and the live policy.
+func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoPace) (demoPlanted, error) {
 	if err := testenv.TrainingFleet(ctx, c, demoNodePrefix, nodes, demoNamespace, "llm-pretrain", "llm-finetune"); err != nil {
-		return "", err
-	}
-	if err := onPremises(ctx, c, demoFabricSlot); err != nil {
-		return "", err
+		return demoPlanted{}, err
 	}
 	node, err := freeDemoNode(ctx, c, nodes)
 	if err != nil {
-		return "", err
+		return demoPlanted{}, err
+	}
+	planted := demoPlanted{reset: node, fabric: demoFabricSlot}
+	if planted.fabric == node {
+		// A small fleet left only it free: the next node is on-premises.
+		planted.fabric = testenv.NodeName(demoNodePrefix, 3)
+	}
+	if err := onPremises(ctx, c, planted.fabric); err != nil {
+		return demoPlanted{}, err
 	}
 	if err := testenv.CreateGPUWorkloadOn(ctx, c, demoNamespace, demoInference, demoInferencePods, 1, node); err != nil {
-		return "", err
+		return demoPlanted{}, err
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := testenv.WaitWorkloadRunning(waitCtx, c, demoNamespace, demoInference, demoInferencePods); err != nil {
-		return "", err
+		return demoPlanted{}, err
 	}
-	return node, c.Create(ctx, demoRemediationPolicy(pace))
+	return planted, c.Create(ctx, demoRemediationPolicy(pace))
 }
 
 // freeDemoNode is the first node that runs no training pod and is not the
-// latent-fault node.
+// latent-fault node, and not demoFabricSlot while another one is free.
 func freeDemoNode(ctx context.Context, c client.Client, nodes int) (string, error) {
 	free, err := testenv.NodesWithoutPods(ctx, c, demoNodePrefix, nodes, demoNamespace)
 	if err != nil {
 		return "", err
 	}
-	for _, name := range free {
-		if name != demoLatentSlot && name != demoFabricSlot {
-			return name, nil
-		}
+	free = slices.DeleteFunc(free, func(name string) bool { return name == demoLatentSlot })
+	if len(free) == 0 {
+		return "", fmt.Errorf("no node of %d is free of training pods for the inference service", nodes)
 	}
-	return "", fmt.Errorf("no node of %d is free of training pods for the inference service", nodes)
+	if i := slices.IndexFunc(free, func(name string) bool { return name != demoFabricSlot }); i >= 0 {
+		return free[i], nil
+	}
+	return free[0], nil
 }
 
 // demoRemediationPolicy is live (not dry run): the demo is there to show
@@ -286,9 +299,10 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 	}
 }
 
-// demoFabricSlot is the fleet's one on-premises HGX node: no EFA instance
-// type, so its simulated fabric is 8 ConnectX InfiniBand HCAs, and the
-// cable on its rail 3 flaps from the start, every 10 s. The network condition takes it out
+// demoFabricSlot is the fleet's one on-premises HGX node (the next one
+// when a small fleet leaves only it free for the inference service): no
+// EFA instance type, so its simulated fabric is 8 ConnectX InfiniBand
+// HCAs, and the cable on its rail 3 flaps from the start, every 10 s. The network condition takes it out
 // and the node is replaced (a reboot keeps a bad cable).
 var demoFabricSlot = testenv.NodeName(demoNodePrefix, 2)
 
@@ -301,13 +315,13 @@ var demoLatentSlot = testenv.NodeName(demoNodePrefix, 1)
 // writeDemoSchedule plants those faults for the sim fleet (the random mix
 // goes on beside them): the latent one, the flapping cable, and first a
 // double-bit error on the inference node's GPU demoResetGPU.
-func writeDemoSchedule(path, resetNode string) error {
+func writeDemoSchedule(path string, planted demoPlanted) error {
 	return schedule.WriteSchedule(path, []schedule.ScheduledFault{
 		{At: 0, Slot: demoLatentSlot, Class: "latent-nccl-bandwidth", GPU: 3},
 		// From the start, so the mix draws no other fault on the node
 		// (it draws only on nodes without one).
-		{At: 0, Slot: demoFabricSlot, Class: "network-cable-flapping-fast", GPU: 3},
-		{At: time.Second, Slot: resetNode, Class: "hbm3-dbe", GPU: demoResetGPU},
+		{At: 0, Slot: planted.fabric, Class: "network-cable-flapping-fast", GPU: 3},
+		{At: time.Second, Slot: planted.reset, Class: "hbm3-dbe", GPU: demoResetGPU},
 		// After the reset has ended at every --speed up to 8, so that a
 		// small demo's breaker (20% of 8 nodes is one) does not hold it.
 		{At: 12 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},

@@ -118,7 +118,7 @@ func TestStandsDownBesideOtherRemediators(t *testing.T) {
 		h := h.sub(t)
 		node := h.nodes[4]
 		labels := map[string]string{"app": "held-" + node}
-		h.runPod("default", "held-"+node, node, labels)
+		h.runPod("default", "held-"+node, node, labels, readyByTest)
 		h.markPodReady("default", "held-"+node)
 		h.blockingPDB("default", "held-"+node, labels)
 		h.breakGPU(node, "replace")

@@ -40,7 +40,7 @@ func TestGPUResetOnTheAPIServer(t *testing.T) {
 	h.startController(controllerConfig{audit: log})
 
 	h.runPod("default", "train-0", node, map[string]string{"app": "train"})
-	h.runPod("default", "serve-0", node, map[string]string{"app": "serve"})
+	h.runPod("default", "serve-0", node, map[string]string{"app": "serve"}, readyByTest)
 	h.markPodReady("default", "serve-0")
 	h.blockingPDB("default", "serve", map[string]string{"app": "serve"})
 

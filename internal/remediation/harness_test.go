@@ -290,11 +290,22 @@ func (h *harness) blockingPDB(ns, name string, labels map[string]string) {
 	}
 }
 
-// markPodReady writes the status a kubelet would for a running, ready pod;
-// the Eviction API lets an unready pod go even when its PDB is exhausted,
-// so PDB tests need this. With a pod IP, kwok's pod-create stage (which
-// matches pods without one, 1-6 s after creation) leaves the pod alone:
-// otherwise it would rewrite the status to not Ready later.
+// readyByTest keeps kwok's pod-create stage off a pod whose status the
+// test writes itself (markPodReady). kwok patches the status it computed
+// when the stage was due, and a patch that lands after markPodReady's
+// update leaves the pod unready until kwok's pod-ready stage, seconds
+// later: long enough for the Eviction API to let it go whatever its PDB
+// (seen under load in TestLifecycle). Its delay and jitter are a year.
+func readyByTest(p *corev1.Pod) {
+	p.Annotations = map[string]string{
+		"pod-create.stage.kwok.x-k8s.io/delay":        "8760h",
+		"pod-create.stage.kwok.x-k8s.io/jitter-delay": "8760h",
+	}
+}
+
+// markPodReady writes the status a kubelet would for a running, ready pod
+// (created with readyByTest): the Eviction API lets an unready pod go even
+// when its PDB is exhausted, so PDB tests need this.
 func (h *harness) markPodReady(ns, name string) {
 	h.t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -109,7 +109,7 @@ func TestLifecycle(t *testing.T) { //nolint:tparallel // the subtests share one 
 	t.Run("a PDB holds the drain and a node that recovers meanwhile is uncordoned", func(t *testing.T) {
 		h := h.sub(t)
 		node := h.nodes[2]
-		h.runPod("default", "critical-0", node, map[string]string{"app": "critical"})
+		h.runPod("default", "critical-0", node, map[string]string{"app": "critical"}, readyByTest)
 		h.blockingPDB("default", "critical", map[string]string{"app": "critical"})
 		h.markPodReady("default", "critical-0")
 		h.breakGPU(node, "reboot")

@@ -177,7 +177,7 @@ func TestLeaderHandoverMidIncident(t *testing.T) {
 	h := newHarness(t, "ha", 2)
 	h.create(fastPolicy("ha"))
 	node := h.nodes[0]
-	h.runPod("default", "critical-0", node, map[string]string{"app": "critical"})
+	h.runPod("default", "critical-0", node, map[string]string{"app": "critical"}, readyByTest)
 	h.markPodReady("default", "critical-0")
 	h.blockingPDB("default", "critical", map[string]string{"app": "critical"})
 	stopA := h.startController(controllerConfig{leaderElection: true})
