@@ -129,7 +129,13 @@ func (p *Conditions) patchMetadata(ctx context.Context, healthy, warnings int, a
 	p.labelled, p.warned, p.advised, p.advisedKnown = healthy, warnings, advised, true
 	p.faults.shown, p.faults.known = faults, true
 	if checks != nil {
-		p.shownChecks, p.shownAt = checks, now
+		// The report's own time, not the write's: a report judged before
+		// the clock moved and written after it is as old as its judgement,
+		// and the next one, judged now, is due at once.
+		p.shownChecks, p.shownAt = checks, checks.Time.Time
+		if p.shownAt.IsZero() {
+			p.shownAt = now
+		}
 	}
 	p.mu.Unlock()
 	return nil
