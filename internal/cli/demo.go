@@ -321,10 +321,13 @@ func writeDemoSchedule(path string, planted demoPlanted) error {
 		// From the start, so the mix draws no other fault on the node
 		// (it draws only on nodes without one).
 		{At: 0, Slot: planted.fabric, Class: "network-cable-flapping-fast", GPU: 3},
-		{At: time.Second, Slot: planted.reset, Class: "hbm3-dbe", GPU: demoResetGPU},
+		// Once the agents have taken their first snapshot: a kernel-log
+		// line that comes before it names a GPU the agent does not know
+		// yet, whose pods it cannot tell, and the reset becomes a reboot.
+		{At: 5 * time.Second, Slot: planted.reset, Class: "hbm3-dbe", GPU: demoResetGPU},
 		// After the reset has ended at every --speed up to 8, so that a
 		// small demo's breaker (20% of 8 nodes is one) does not hold it.
-		{At: 12 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
+		{At: 15 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
 	})
 }
 
