@@ -136,29 +136,15 @@ func diagnoseKmsg(rep *diagnose.Report, stdin io.Reader, path string, cat xid.Ca
 	// quarter off the CPU per line and keeps memory flat in the log's
 	// length (hack/bench-diagnose.sh; docs/benchmarks.md).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	rd := kmsg.NewReader(r, kmsg.Options{})
 	det := detect.New(cat, detect.Options{})
 	var buf []finding.Finding
-	for {
-		rec, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading kernel log %s: %w", name, err)
-		}
+	return readRecords(rep, r, name, "kernel log", func(rec kmsg.Record) []finding.Finding {
 		if rec.Facility > 0 {
-			continue // user space wrote it to /dev/kmsg: not the kernel's words
+			return nil // user space wrote it to /dev/kmsg: not the kernel's words
 		}
 		buf = det.Append(buf[:0], rec.Message, rec.Time)
-		for _, f := range buf {
-			rep.Add(f)
-		}
-	}
-	st := rd.Stats()
-	rep.Inputs = append(rep.Inputs, diagnose.InputStats{File: name, Lines: st.Lines, Records: st.Records,
-		Skipped: st.Skipped, TooLong: st.TooLong, InvalidUTF8: st.InvalidUTF8})
-	return nil
+		return buf
+	})
 }
 
 // diagnoseFM reads a Fabric Manager log with the kernel log's reader, as
@@ -170,24 +156,32 @@ func diagnoseFM(rep *diagnose.Report, path string) error {
 		return fmt.Errorf("opening Fabric Manager log: %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	rd := kmsg.NewReader(f, kmsg.Options{})
 	det := detect.NewFabricManager(detect.FMOptions{})
 	var buf []finding.Finding
+	return readRecords(rep, f, path, "Fabric Manager log", func(rec kmsg.Record) []finding.Finding {
+		buf = det.Append(buf[:0], rec.Message)
+		return buf
+	})
+}
+
+// readRecords feeds every record of r to detect and adds its findings and
+// the input's counts to rep.
+func readRecords(rep *diagnose.Report, r io.Reader, name, what string, detect func(kmsg.Record) []finding.Finding) error {
+	rd := kmsg.NewReader(r, kmsg.Options{})
 	for {
 		rec, err := rd.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("reading Fabric Manager log %s: %w", path, err)
+			return fmt.Errorf("reading %s %s: %w", what, name, err)
 		}
-		buf = det.Append(buf[:0], rec.Message)
-		for _, f := range buf {
+		for _, f := range detect(rec) {
 			rep.Add(f)
 		}
 	}
 	st := rd.Stats()
-	rep.Inputs = append(rep.Inputs, diagnose.InputStats{File: path, Lines: st.Lines, Records: st.Records,
+	rep.Inputs = append(rep.Inputs, diagnose.InputStats{File: name, Lines: st.Lines, Records: st.Records,
 		Skipped: st.Skipped, TooLong: st.TooLong, InvalidUTF8: st.InvalidUTF8})
 	return nil
 }
