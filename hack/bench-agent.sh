@@ -5,21 +5,23 @@
 #   usage: hack/bench-agent.sh [DURATION_SECONDS]   (default 300)
 # AGENT_ARGS adds flags, e.g. AGENT_ARGS="--sysfs=DIR" to read a fabric
 # tree made by hack/fabric-tree.sh; NO_BUILD=1 reuses bin/gpuheal-agent
-# (two configurations alternated in one sitting).
+# (two configurations alternated in one sitting); AGENT_BIN runs another
+# build instead (two builds side by side).
 set -euo pipefail
 duration="${1:-300}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$root/bin"
 mkdir -p "$bin"
 # Same link flags as `make build` (see AGENT_LINK in the Makefile).
-if [[ -z "${NO_BUILD:-}" ]]; then
+agent="${AGENT_BIN:-$bin/gpuheal-agent}"
+if [[ -z "${NO_BUILD:-}" && -z "${AGENT_BIN:-}" ]]; then
   (cd "$root" && go build -trimpath -ldflags "-s -w -linkmode=internal" -o "$bin/gpuheal-agent" ./cmd/gpuheal-agent)
 fi
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 state="$(mktemp -d)"
 # The kernel-log monitor follows this machine's /dev/kmsg when readable (root), as on a node.
-"$bin/gpuheal-agent" --standalone --gpu-backend=sim --sim-gpus=8 --interval=10s --state-dir="$state" \
+"$agent" --standalone --gpu-backend=sim --sim-gpus=8 --interval=10s --state-dir="$state" \
   --metrics-address="127.0.0.1:$port" --log-level=warn ${AGENT_ARGS:-} &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$state"' EXIT

@@ -21,8 +21,11 @@ import (
 // /proc/self and the runtime costs ~2.5 ms (BenchmarkScrape8GPU), and a
 // view of the agent's own health as old as its GPU view is fine.
 type scrapeCache struct {
-	gatherer prometheus.Gatherer
-	version  func() uint64
+	// parts are gathered and encoded one at a time (see part); their
+	// families are disjoint by construction, and Exporter.Gatherer, which
+	// merges them, still checks that for the Pusher.
+	parts   []prometheus.Gatherer
+	version func() uint64
 
 	mu      sync.Mutex
 	built   uint64 // version the bodies were built from; 0 = none
@@ -65,22 +68,31 @@ func (c *scrapeCache) bodies() ([]byte, []byte, error) {
 	if c.built == v && v != 0 {
 		return c.plain, c.gzipped, c.err
 	}
-	// Gatherers returns what it could gather with the error of the rest:
-	// one broken collector (say, the process collector) must not cost the
-	// GPU series.
-	mfs, err := c.gatherer.Gather()
-	if err != nil && len(mfs) == 0 {
-		return nil, nil, err
-	}
 	// Sized from the last bodies: growing from empty would allocate about
 	// twice the body and keep up to half of it as spare capacity.
 	var buf bytes.Buffer
 	buf.Grow(len(c.plain) + len(c.plain)/16)
 	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return nil, nil, err
+	var gatherErr error
+	encoded := 0
+	for _, g := range c.parts {
+		// A registry returns what it could gather with the error of the
+		// rest: one broken collector (say, the process collector) must
+		// not cost the GPU series.
+		mfs, err := g.Gather()
+		if err != nil && len(mfs) == 0 {
+			gatherErr = err
+			continue
 		}
+		for _, mf := range mfs {
+			if err := enc.Encode(mf); err != nil {
+				return nil, nil, err
+			}
+		}
+		encoded += len(mfs)
+	}
+	if encoded == 0 && gatherErr != nil {
+		return nil, nil, gatherErr
 	}
 	c.plain, c.gzipped, c.err, c.built = buf.Bytes(), c.gzipBytes(buf.Bytes()), nil, v
 	return c.plain, c.gzipped, nil

@@ -8,6 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func scrape(t *testing.T, h http.Handler, encoding string) (string, http.Header) {
@@ -78,6 +81,44 @@ func TestAcceptsGzip(t *testing.T) {
 		r.Header.Set("Accept-Encoding", header)
 		if got := acceptsGzip(r); got != want {
 			t.Errorf("Accept-Encoding %q: acceptsGzip = %v, want %v", header, got, want)
+		}
+	}
+}
+
+// The body is encoded a registry at a time (part): it must still hold
+// every family once, fabric and GPU alike, as the merged Gatherer has them.
+func TestScrapeBodyHoldsEveryPartOnce(t *testing.T) {
+	e := New(Options{RuntimeMetrics: true})
+	snap := simSnapshot(t)
+	snap.Fabric = fabricSnapshot()
+	e.Update(snap, results)
+	body, _ := scrape(t, e.Handler(), "gzip")
+	// The text parser refuses a family that comes back after another one.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	parsed, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing the scrape: %v", err)
+	}
+	merged, err := e.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parsed) != len(merged) {
+		t.Errorf("scrape has %d families, the merged gatherer %d", len(parsed), len(merged))
+	}
+	for _, mf := range merged {
+		got, ok := parsed[mf.GetName()]
+		if !ok {
+			t.Errorf("scrape lacks %s", mf.GetName())
+			continue
+		}
+		if strings.HasPrefix(mf.GetName(), "gpuheal_") && len(got.GetMetric()) != len(mf.GetMetric()) {
+			t.Errorf("%s: %d series scraped, %d gathered", mf.GetName(), len(got.GetMetric()), len(mf.GetMetric()))
+		}
+	}
+	for _, name := range []string{"gpuheal_fabric_port_up", "gpuheal_gpu_temperature_celsius"} {
+		if _, ok := parsed[name]; !ok {
+			t.Errorf("scrape lacks %s", name)
 		}
 	}
 }

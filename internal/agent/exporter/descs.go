@@ -13,6 +13,9 @@ const nGPULabels = 4 // len(gpuLabels)
 // describes each metric and where it comes from.
 type descs struct {
 	all []*prometheus.Desc // for Describe
+	// nodeAll and fabricAll split all between the exporter's two registries
+	// (parts.go): the fabric's gpuheal_fabric_* families and the rest.
+	nodeAll, fabricAll []*prometheus.Desc
 	// labels holds each descriptor's label names in the sorted order the
 	// exposition wants, for the samples Collect sends (sample.go).
 	labels map[*prometheus.Desc]*sortedLabels
@@ -91,6 +94,7 @@ func newDescs() *descs {
 	d.collectorSuccess = desc("collector_success", "1 when the collector's last run succeeded.", []string{"collector"})
 	d.collectorDuration = desc("collector_duration_seconds", "How long the collector's last run took.", []string{"collector"})
 
+	d.nodeAll = d.all[:len(d.all):len(d.all)]
 	fab := func(name, help string, labels ...string) *prometheus.Desc {
 		return desc("fabric_"+name, help, labels)
 	}
@@ -111,5 +115,6 @@ func newDescs() *descs {
 		portHWCounters: fab("port_hw_counters_total", "Driver port counters (ports/N/hw_counters), by the kernel's name.",
 			"device", "port", "counter"),
 	}
+	d.fabricAll = d.all[len(d.nodeAll):]
 	return d
 }

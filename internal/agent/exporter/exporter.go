@@ -43,8 +43,10 @@ type CollectorResult struct {
 // scrape. It is a prometheus.Collector; all methods are safe for
 // concurrent use.
 type Exporter struct {
-	d       *descs
-	reg     *prometheus.Registry
+	d   *descs
+	reg *prometheus.Registry
+	// fabricReg holds the gpuheal_fabric_* families alone (parts.go).
+	fabricReg *prometheus.Registry
 	handler http.Handler
 	cache   *scrapeCache
 	// gatherers is Registry plus the runtime registry when enabled.
@@ -55,6 +57,8 @@ type Exporter struct {
 	// metrics is replaced whole by Update and never changed once stored,
 	// so a scrape sends one consistent snapshot without taking a lock.
 	metrics atomic.Pointer[rendered]
+	// fabric is the same for the fabric's series.
+	fabric atomic.Pointer[rendered]
 
 	mu sync.Mutex // serializes Update, which owns totals
 	// totals are the running query-error counts, kept across Updates.
@@ -72,12 +76,14 @@ var _ prometheus.Collector = (*Exporter)(nil)
 // New builds an Exporter and its registry. Until the first Update it
 // exports nothing.
 func New(opts Options) *Exporter {
-	e := &Exporter{d: newDescs(), reg: prometheus.NewRegistry(), totals: map[queryKey]uint64{}}
+	e := &Exporter{d: newDescs(), reg: prometheus.NewRegistry(), fabricReg: prometheus.NewRegistry(),
+		totals: map[queryKey]uint64{}}
 	// These registrations can only fail on a programming error (duplicate
 	// or inconsistent descriptors) in a fresh registry, which every test of
 	// this package would catch; there is no runtime condition to report.
-	e.reg.MustRegister(e)
-	e.gatherers = prometheus.Gatherers{e.reg}
+	e.reg.MustRegister(part{e, false})
+	e.fabricReg.MustRegister(part{e, true})
+	parts := []prometheus.Gatherer{e.reg, e.fabricReg}
 	if opts.RuntimeMetrics {
 		// A registry of their own keeps Registry() to gpuheal_* series.
 		rt := prometheus.NewRegistry()
@@ -85,9 +91,10 @@ func New(opts Options) *Exporter {
 			collectors.NewGoCollector(),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
-		e.gatherers = append(e.gatherers, rt)
+		parts = append(parts, rt)
 	}
-	cache := &scrapeCache{gatherer: e.gatherers, version: e.version.Load}
+	e.gatherers = parts
+	cache := &scrapeCache{parts: parts, version: e.version.Load}
 	e.handler = cache
 	e.cache = cache
 	return e
@@ -105,7 +112,8 @@ func (e *Exporter) Refresh() {
 	_, _, _ = e.cache.bodies()
 }
 
-// Registry holds the gpuheal_* series of the last Update.
+// Registry holds the gpuheal_* series of the last Update but the
+// fabric's, and is where the agent registers its other collectors.
 func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
 // Gatherer is everything Handler serves (with runtime metrics when
@@ -137,6 +145,7 @@ func (e *Exporter) Update(snap *gpu.NodeSnapshot, results []CollectorResult) {
 		}
 	}
 	e.metrics.Store(e.render(snap, dedupe(results), e.metrics.Load()))
+	e.fabric.Store(e.renderFabric(snap, e.fabric.Load()))
 	e.version.Add(1)
 	// Encode now, on the collection loop, so that no scrape pays for it.
 	_, _, _ = e.cache.bodies()

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuheal/gpuheal/internal/fabric"
+	"github.com/gpuheal/gpuheal/internal/gpu"
 )
 
 // fabricDescs describe the node's RDMA devices (gpuheal_fabric_*), from
@@ -22,7 +22,14 @@ type fabricDescs struct {
 	portCounters, portHWCounters  *prometheus.Desc
 }
 
-func (e *Exporter) renderFabric(m *emitter, s *fabric.Snapshot) {
+// renderFabric renders snap's fabric, or nothing when the agent did not
+// read one (no series at all, not "0 devices").
+func (e *Exporter) renderFabric(snap *gpu.NodeSnapshot, prev *rendered) *rendered {
+	if snap == nil || snap.Fabric == nil {
+		return nil
+	}
+	s := snap.Fabric
+	m := newEmitter(prev)
 	d := &e.d.fab
 	gauge := func(desc *prometheus.Desc, v float64, lv ...string) { m.add(desc, prometheus.GaugeValue, v, lv...) }
 	counter := func(desc *prometheus.Desc, v uint64, lv ...string) {
@@ -62,4 +69,5 @@ func (e *Exporter) renderFabric(m *emitter, s *fabric.Snapshot) {
 			}
 		}
 	}
+	return &m.out
 }
