@@ -95,7 +95,7 @@ func ClassFor(action, severity string) Class {
 		return ClassReplace
 	case "reboot":
 		return ClassReboot
-	case "reset-gpu":
+	case "reset-gpu", "resetgpu": // the agent's advice, the audit store's action
 		return ClassResetGPU
 	case "restart-app":
 		return ClassRestartApp
