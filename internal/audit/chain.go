@@ -46,6 +46,12 @@ func ComputeHash(r *Record) string {
 	} else {
 		e.u64(0)
 	}
+	// Machine came after the first stores shipped: hashed only when set,
+	// so every record written before it still verifies.
+	if r.Machine != "" {
+		e.str("machine")
+		e.str(r.Machine)
+	}
 	e.str(r.PrevHash)
 	return hex.EncodeToString(h.Sum(nil))
 }

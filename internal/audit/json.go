@@ -31,6 +31,7 @@ type wire struct {
 	GPUs      []string `json:"gpus,omitempty"`
 	Severity  string   `json:"severity,omitempty"`
 	DryRun    bool     `json:"dryRun,omitempty"`
+	Machine   string   `json:"machine,omitempty"`
 	PrevHash  string   `json:"prevHash"`
 	Hash      string   `json:"hash"`
 }
@@ -41,7 +42,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 		Seq: r.Seq, Key: r.Key, Incident: r.Incident, Node: r.Node, Policy: r.Policy,
 		Kind: r.Kind, Phase: r.Phase, Action: r.Action, Reason: r.Reason, Message: r.Message,
 		Provider: r.Provider, RequestID: r.RequestID, Pod: r.Pod, GPUs: r.GPUs,
-		Severity: r.Severity, DryRun: r.DryRun, PrevHash: r.PrevHash, Hash: r.Hash,
+		Severity: r.Severity, DryRun: r.DryRun, Machine: r.Machine, PrevHash: r.PrevHash, Hash: r.Hash,
 	}
 	if !r.Time.IsZero() {
 		w.Time = r.Time.UTC().Format(time.RFC3339Nano)
@@ -71,7 +72,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 		Seq: w.Seq, Key: w.Key, Incident: w.Incident, Node: w.Node, Policy: w.Policy,
 		Kind: w.Kind, Phase: w.Phase, Action: w.Action, Reason: w.Reason, Message: w.Message,
 		Provider: w.Provider, RequestID: w.RequestID, Pod: w.Pod, GPUs: w.GPUs,
-		Severity: w.Severity, DryRun: w.DryRun, PrevHash: w.PrevHash, Hash: w.Hash,
+		Severity: w.Severity, DryRun: w.DryRun, Machine: w.Machine, PrevHash: w.PrevHash, Hash: w.Hash,
 	}
 	if len(out.GPUs) == 0 {
 		out.GPUs = nil

@@ -10,7 +10,7 @@ import (
 func sealed() Record {
 	r := Record{Key: Key("gpu-a-1a2b", "evict/ns/p", 0), Time: time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC),
 		Incident: "gpu-a-1a2b", Node: "gpu-a", Kind: Evicted, Pod: "ns/p", Duration: 1500 * time.Millisecond,
-		GPUs: []string{"GPU-1"}, DryRun: true, Message: "ünïcode \x00 and \"quotes\""}
+		GPUs: []string{"GPU-1"}, DryRun: true, Machine: "ec2d5d8e-1c2a-4f7e-9b1a-000000000042", Message: "ünïcode \x00 and \"quotes\""}
 	Seal(Head{Seq: 6, Hash: "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"}, &r)
 	return r
 }

@@ -98,6 +98,11 @@ type Record struct {
 	GPUs      []string // UUIDs of the GPUs concerned, optional
 	Severity  string
 	DryRun    bool
+	// Machine identifies the hardware of Node (its system UUID, or its
+	// cloud instance when there is none), so that a board's history
+	// follows the board and not its node name (the lemon rule); "" in
+	// records older than the field.
+	Machine string
 
 	// Seq numbers the records of one store from 1 without gaps.
 	Seq uint64

@@ -106,7 +106,7 @@ func Prepare(recs []Record, now func() time.Time) ([]Record, error) {
 // cover exactly what an export writes.
 func sanitize(r *Record) {
 	for _, p := range []*string{&r.Key, &r.Incident, &r.Node, &r.Policy, &r.Phase, &r.Action, &r.Reason,
-		&r.Message, &r.Provider, &r.RequestID, &r.Pod, &r.Severity} {
+		&r.Message, &r.Provider, &r.RequestID, &r.Pod, &r.Severity, &r.Machine} {
 		if !utf8.ValidString(*p) {
 			*p = strings.ToValidUTF8(*p, "\uFFFD")
 		}

@@ -88,6 +88,18 @@ func TestLeafHashIsStable(t *testing.T) {
 	}
 }
 
+// The machine is hashed when set: editing it breaks the record's hash.
+func TestMachineIsHashedWhenSet(t *testing.T) {
+	r := Record{Key: "inc/Detected/0", Kind: Detected, Node: "gpu-a", Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	without := ComputeHash(&r)
+	r.Machine = "i-0abc"
+	with := ComputeHash(&r)
+	r.Machine = "i-0abd"
+	if with == without || ComputeHash(&r) == with {
+		t.Error("the machine does not change the record's hash")
+	}
+}
+
 func TestProofs(t *testing.T) {
 	recs := records(t, 17)
 	tr := treeOf(t, recs)

@@ -67,6 +67,11 @@ var Attacks = []Attack{
 		r[3].Message = "nothing happened"
 		return r
 	}, Want: "the log breaks after 3 good records: line 4: audit record seq 4"},
+	{Name: "machine moved without resealing", Change: func(r []audit.Record) []audit.Record {
+		// Blaming another board (the lemon rule counts by machine).
+		r[3].Machine = "another-board"
+		return r
+	}, Want: "the log breaks after 3 good records: line 4: audit record seq 4"},
 	{Name: "first records dropped", Change: func(r []audit.Record) []audit.Record { return r[3:] },
 		Want: "the log breaks after 0 good records: line 1: audit record seq 4 (key \"gpu-a-inc/step/3\"): expected seq 1, found 4: records 1..3 are missing"},
 	{Name: "first records dropped and renumbered", Change: func(r []audit.Record) []audit.Record { return reseal(r[3:]) },

@@ -47,6 +47,7 @@ type item struct {
 	GPUs      []string `dynamodbav:"gpus,omitempty"`
 	Severity  string   `dynamodbav:"severity,omitempty"`
 	DryRun    bool     `dynamodbav:"dryRun,omitempty"`
+	Machine   string   `dynamodbav:"machine,omitempty"`
 	PrevHash  string   `dynamodbav:"prevHash,omitempty"`
 	Hash      string   `dynamodbav:"hash"`
 }
@@ -57,7 +58,7 @@ func toItem(r *audit.Record) item {
 		Policy: r.Policy, Kind: string(r.Kind), Phase: r.Phase, Action: r.Action, Reason: r.Reason,
 		Message: r.Message, Provider: r.Provider, RequestID: r.RequestID, Pod: r.Pod,
 		Duration: int64(r.Duration), GPUs: r.GPUs, Severity: r.Severity, DryRun: r.DryRun,
-		PrevHash: r.PrevHash, Hash: r.Hash,
+		Machine: r.Machine, PrevHash: r.PrevHash, Hash: r.Hash,
 	}
 }
 
@@ -67,7 +68,7 @@ func (it *item) record() audit.Record {
 		Policy: it.Policy, Kind: audit.Kind(it.Kind), Phase: it.Phase, Action: it.Action, Reason: it.Reason,
 		Message: it.Message, Provider: it.Provider, RequestID: it.RequestID, Pod: it.Pod,
 		Duration: time.Duration(it.Duration), GPUs: it.GPUs, Severity: it.Severity, DryRun: it.DryRun,
-		PrevHash: it.PrevHash, Hash: it.Hash,
+		Machine: it.Machine, PrevHash: it.PrevHash, Hash: it.Hash,
 	}
 	if len(r.GPUs) == 0 {
 		r.GPUs = nil

@@ -55,7 +55,7 @@ func TestDynamoStore(t *testing.T) {
 		Key: "gpu-a-inc/ActionRequested/1", Time: t0.Add(time.Minute), Incident: "gpu-a-inc", Node: "gpu-a",
 		Policy: "default", Kind: audit.ActionRequested, Phase: "Replacing", Action: "Replace", Reason: "NvidiaXID79Error",
 		Message: "terminating i-0abc", Provider: "aws", RequestID: "req-42", Duration: 1500 * time.Millisecond,
-		GPUs: []string{"GPU-1", "GPU-2"}, Severity: audit.SeverityCritical, DryRun: true,
+		GPUs: []string{"GPU-1", "GPU-2"}, Severity: audit.SeverityCritical, DryRun: true, Machine: "i-0abc123def4567890",
 	}
 	if err := s.Write(ctx, rec(0, "gpu-a"), rec(1, "gpu-b"), full); err != nil {
 		t.Fatal(err)

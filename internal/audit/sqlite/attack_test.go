@@ -40,10 +40,10 @@ func TestSignedHeadFindsAttacks(t *testing.T) {
 					b, _ := json.Marshal(r.GPUs)
 					gpus = string(b)
 				}
-				exec(`INSERT INTO records (`+columns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+				exec(`INSERT INTO records (`+columns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 					int64(r.Seq), r.Key, r.Time.UnixNano(), r.Incident, r.Node, r.Policy, string(r.Kind), r.Phase, r.Action,
 					r.Reason, r.Message, r.Provider, r.RequestID, r.Pod, int64(r.Duration), gpus, r.Severity, r.DryRun,
-					r.PrevHash, r.Hash)
+					r.Machine, r.PrevHash, r.Hash)
 				head = audit.Head{Seq: r.Seq, Hash: r.Hash}
 			}
 			exec(`UPDATE head SET seq = ?, hash = ? WHERE id = 1`, int64(head.Seq), head.Hash)

@@ -17,7 +17,7 @@ import (
 )
 
 const columns = `seq, key, time, incident, node, policy, kind, phase, action, reason, message,
-	provider, request_id, pod, duration, gpus, severity, dry_run, prev_hash, hash`
+	provider, request_id, pod, duration, gpus, severity, dry_run, machine, prev_hash, hash`
 
 // Query returns the newest records matching f, oldest first. A Node or
 // Incident filter is served by its (node|incident, time) index.
@@ -113,7 +113,7 @@ func (s *Store) scan(ctx context.Context, q string, args []any, fn func(*audit.R
 	for rows.Next() {
 		if err := rows.Scan(&seq, &r.Key, &t, &r.Incident, &r.Node, &r.Policy, &kind, &r.Phase, &r.Action,
 			&r.Reason, &r.Message, &r.Provider, &r.RequestID, &r.Pod, &d, &gpus, &r.Severity, &dryRun,
-			&r.PrevHash, &r.Hash); err != nil {
+			&r.Machine, &r.PrevHash, &r.Hash); err != nil {
 			return err
 		}
 		r.Seq, r.Time, r.Duration, r.Kind, r.DryRun = uint64(seq), audit.TimeFromNanos(t), time.Duration(d), audit.Kind(kind), dryRun

@@ -56,6 +56,8 @@ var migrations = []string{
 		hash TEXT    NOT NULL
 	);
 	INSERT INTO head (id, seq, hash) VALUES (1, 0, '');`,
+	// 2: the machine (hardware identity) of a record's node.
+	`ALTER TABLE records ADD COLUMN machine TEXT NOT NULL DEFAULT ''`,
 }
 
 // SchemaVersion is the schema this build writes.

@@ -141,8 +141,9 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	var err error
 	s.insert, err = s.db.PrepareContext(ctx, `INSERT INTO records (seq, key, time, incident, node, policy, kind,
-		phase, action, reason, message, provider, request_id, pod, duration, gpus, severity, dry_run, prev_hash, hash)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`)
+		phase, action, reason, message, provider, request_id, pod, duration, gpus, severity, dry_run, machine,
+		prev_hash, hash)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (key) DO NOTHING`)
 	if err != nil {
 		return fmt.Errorf("preparing audit store %s: %w", s.path, err)
 	}

@@ -49,7 +49,9 @@ func incident(node string, start time.Time) []audit.Record {
 			r.GPUs = []string{"GPU-8f6c2d4e-0000-4000-8000-000000000001"}
 			r.Message = "AcceleratedHardwareReady=False for 2m0s"
 		}),
-		rec(1, audit.Decided, func(r *audit.Record) { r.Action, r.Reason = "Replace", "rule 0" }),
+		rec(1, audit.Decided, func(r *audit.Record) {
+			r.Action, r.Reason, r.Machine = "Replace", "rule 0", "4c4c4544-0042-3510-8052-b4c04f4a3232"
+		}),
 		rec(2, audit.Cordoned, func(r *audit.Record) { r.Phase = "Cordoned" }),
 		rec(3, audit.Evicted, func(r *audit.Record) {
 			r.Key, r.Pod, r.Phase = audit.Key(inc, "evict/train/worker-0", 0), "train/worker-0", "Draining"
@@ -346,7 +348,7 @@ func TestSchemaVersionAndReadOnly(t *testing.T) {
 	s.db.QueryRow(`SELECT max(version) FROM schema_version`).Scan(&v)
 	s.db.QueryRow(`PRAGMA application_id`).Scan(&appID)
 	s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
-	if v != 1 || appID != applicationID || mode != "wal" {
+	if v != SchemaVersion || appID != applicationID || mode != "wal" {
 		t.Errorf("schema version %d, application_id %#x, journal_mode %s", v, appID, mode)
 	}
 
@@ -372,5 +374,45 @@ func TestSchemaVersionAndReadOnly(t *testing.T) {
 	s.Close()
 	if _, err := Open(ctx, path, Options{}); err == nil || !strings.Contains(err.Error(), "schema version 99") {
 		t.Errorf("Open of a newer schema = %v", err)
+	}
+}
+
+// A store written before the machine column (schema 1) is migrated on
+// open: its records keep their hashes (an empty machine is not hashed) and
+// new ones carry the machine.
+func TestMigrationAddsTheMachineColumn(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	s := open(t, path)
+	old := incident("gpu-a", t0)
+	for i := range old {
+		old[i].Machine = ""
+	}
+	if err := s.Write(ctx, old...); err != nil {
+		t.Fatal(err)
+	}
+	// Back to schema 1, as the previous release left it.
+	for _, q := range []string{`ALTER TABLE records DROP COLUMN machine`, `DELETE FROM schema_version WHERE version > 1`} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.Close()
+
+	s = open(t, path)
+	defer s.Close()
+	if err := s.Write(ctx, incident("gpu-b", t0.Add(time.Hour))...); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Verify(ctx)
+	if err != nil || !rep.OK || rep.Records != 12 {
+		t.Fatalf("Verify after migration = %+v, %v", rep, err)
+	}
+	got, err := s.Query(ctx, audit.Filter{Node: "gpu-b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 6 || got[1].Machine != "4c4c4544-0042-3510-8052-b4c04f4a3232" {
+		t.Errorf("gpu-b's Decided record after migration: %+v", got)
 	}
 }

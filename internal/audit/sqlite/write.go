@@ -87,7 +87,7 @@ func (s *Store) appendTx(ctx context.Context, recs []audit.Record, head audit.He
 		}
 		res, err := ins.ExecContext(ctx, int64(r.Seq), r.Key, r.Time.UnixNano(), r.Incident, r.Node, r.Policy,
 			string(r.Kind), r.Phase, r.Action, r.Reason, r.Message, r.Provider, r.RequestID, r.Pod,
-			int64(r.Duration), gpus, r.Severity, r.DryRun, r.PrevHash, r.Hash)
+			int64(r.Duration), gpus, r.Severity, r.DryRun, r.Machine, r.PrevHash, r.Hash)
 		if err != nil {
 			if isConstraint(err) {
 				return head, errHeadMoved // seq taken by another process
