@@ -234,6 +234,50 @@ type RemediationPolicySpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	GPUReset GPUResetSpec `json:"gpuReset,omitempty"`
+	// Lemon retires repeat offenders: a machine, or one GPU of it, behind
+	// too many hardware incidents is replaced or quarantined instead of
+	// being reset or rebooted once more (docs/health-score.md).
+	// +kubebuilder:default={}
+	// +optional
+	Lemon LemonSpec `json:"lemon,omitempty"`
+}
+
+// LemonAction is what happens to a lemon.
+type LemonAction string
+
+const (
+	// LemonReplace replaces the node: new hardware.
+	LemonReplace LemonAction = "Replace"
+	// LemonQuarantine cordons the node and leaves it to a person (an RMA):
+	// the incident's action is CordonOnly.
+	LemonQuarantine LemonAction = "Quarantine"
+)
+
+// LemonSpec is the lemon rule. Incidents are counted by the node's machine
+// (its system UUID, else its provider ID) and by GPU UUID, never by node
+// name, from the audit log: a reboot keeps the board and its history, a
+// replacement starts afresh. Only hardware repairs count (ResetGPU,
+// Reboot, Replace, CordonOnly), not an application's faults or warnings.
+// +kubebuilder:validation:XValidation:rule="!has(self.incidents) || self.incidents == 0 || self.incidents >= 2",message="incidents: 0 (off) or at least 2"
+type LemonSpec struct {
+	// Incidents: the incident that brings a machine's (or one GPU's)
+	// count within Window to this many makes it a lemon; 0 turns the
+	// rule off.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Incidents int32 `json:"incidents,omitempty"`
+	// Window over which incidents are counted.
+	// +kubebuilder:default="720h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 720h"
+	// +optional
+	Window *metav1.Duration `json:"window,omitempty"`
+	// Action for a lemon.
+	// +kubebuilder:default=Replace
+	// +kubebuilder:validation:Enum=Replace;Quarantine
+	// +optional
+	Action LemonAction `json:"action,omitempty"`
 }
 
 // RemediationPolicyStatus is what the controller last saw.

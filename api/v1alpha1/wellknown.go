@@ -119,6 +119,9 @@ const (
 	// GPUFaultReport the controller can use; the incident reboots instead
 	// of resetting a GPU.
 	EventReasonBadGPUFaults = "BadGPUFaults"
+	// EventReasonLemon: the incident's machine or GPU is a repeat
+	// offender; the Event lists its incidents and what is done instead.
+	EventReasonLemon = "LemonRetired"
 	// EventReasonBadGPUReset: the node's AnnotationGPUReset answers the
 	// incident's request with something the controller cannot accept; the
 	// reset counts as failed.

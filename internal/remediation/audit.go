@@ -63,6 +63,7 @@ func (a auditor) record(in *incident, kind audit.Kind, step string, n int) audit
 		GPUs:     gpuUUIDs(nr.Spec.Trigger.Message),
 		Severity: audit.SeverityInfo,
 		DryRun:   nr.Status.DryRun,
+		Machine:  machineOf(in.node),
 	}
 }
 

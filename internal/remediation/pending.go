@@ -73,6 +73,10 @@ func (r *remediationReconciler) start(ctx context.Context, in *incident) (bool, 
 			action = a
 		}
 	}
+	if d, lemon := r.checkLemon(ctx, in, action); lemon {
+		action, why, nr.Status.GPUReset = d.action, d.why, nil
+		r.recorder.Eventf(in.node, nr, corev1.EventTypeWarning, v1alpha1.EventReasonLemon, "Decide", "%s", d.why)
+	}
 	nr.Status.Action = action
 	nr.Status.DryRun = p.Spec.DryRun
 	msg := fmt.Sprintf("%s=%s (%s): action %s %s, provider %s", nr.Spec.Trigger.Type, nr.Spec.Trigger.Status,

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/finding"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
@@ -58,13 +59,24 @@ type remediationReconciler struct {
 	// devicePlugins select the device plugin's pods, restarted after a
 	// reset (deviceplugin.go).
 	devicePlugins []labels.Selector
+	// lemons is the history the lemon rule counts (lemon.go).
+	lemons *lemonHistory
 }
 
 // newRemediationReconciler is the state machine with o's clock, providers,
 // poll and own pod (o with its defaults); reader goes past the cache.
 // Tests build it on a fake clock and call Reconcile themselves.
 func newRemediationReconciler(c client.Client, reader client.Reader, recorder events.EventRecorder, o ControllerOptions, aud auditor) *remediationReconciler {
+	// Decisions are written by this reconciler only: its auditor feeds the
+	// lemon rule's history, besides whoever observed before.
+	lemons := &lemonHistory{store: o.AuditReader}
+	if prev := aud.observe; prev != nil {
+		aud.observe = func(r audit.Record) { lemons.observe(r); prev(r) }
+	} else {
+		aud.observe = lemons.observe
+	}
 	return &remediationReconciler{
+		lemons: lemons,
 		client: c, reader: reader, recorder: cleanEvents{recorder}, clock: o.Clock,
 		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self, retention: o.IncidentRetention, checks: o.Checks,
 		devicePlugins: o.DevicePlugins,
