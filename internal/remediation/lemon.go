@@ -143,11 +143,11 @@ func (r *remediationReconciler) checkLemon(ctx context.Context, in *incident, ac
 // incident's message, its Event and its audit record.
 func describeLemon(l score.Lemon, rule score.LemonRule) string {
 	var b strings.Builder
-	what := "machine " + l.Machine
+	fmt.Fprintf(&b, "machine %s had %d hardware incidents within %s (the rule: %d)", l.Machine, len(l.Incidents), rule.Window, rule.Incidents)
 	if l.GPU != "" {
-		what = "GPU " + l.GPU + " of " + what
+		fmt.Fprintf(&b, ", all of GPU %s", l.GPU)
 	}
-	fmt.Fprintf(&b, "%s had %d hardware incidents within %s (the rule: %d):", what, len(l.Incidents), rule.Window, rule.Incidents)
+	b.WriteString(":")
 	for i, inc := range l.Incidents {
 		if i > 0 {
 			b.WriteString(",")

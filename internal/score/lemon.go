@@ -4,19 +4,22 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
-// LemonRule names a repeat offender: a machine, or one GPU of it, behind
-// at least Incidents hardware incidents within Window. Meta's research
+// LemonRule names a repeat offender: a machine behind at least Incidents
+// hardware incidents within Window. Meta's research
 // clusters found a few such "lemon" nodes behind a large share of job
 // failures, and retiring them paid off (docs/health-score.md); another
 // reboot does not cure a board that keeps failing.
 //
 // Incidents are counted by machine identity (the node's system UUID or
-// cloud instance) and by GPU UUID, not by node name: a rebooted node keeps
-// its board and its history, a replacement is new hardware, and an
-// on-premises replacement may come back under the old name.
+// cloud instance), not by node name: a
+// rebooted node keeps its board and its history, a replacement is new
+// hardware, and an on-premises replacement may come back under the old
+// name. A GPU's count stays within its machine because a UUID the agent
+// could not read is no identity to carry across machines.
 type LemonRule struct {
 	Incidents int
 	Window    time.Duration
@@ -63,8 +66,9 @@ func (in *Incident) machine() string {
 // Lemon is a repeat offender with its evidence.
 type Lemon struct {
 	Machine string
-	// GPU is the UUID when one GPU is the repeat offender, "" when the
-	// machine's incidents are (a GPU's always count for its machine too).
+	// GPU is the UUID every incident of the evidence named, when they all
+	// named one: a single GPU behind them (the part to send back), "" when
+	// the incidents are the machine's.
 	GPU string
 	// Node is the name of the machine's latest incident.
 	Node string
@@ -72,59 +76,29 @@ type Lemon struct {
 	Incidents []Incident
 }
 
-// Check says whether next, a new incident, makes its machine or one of
-// its GPUs a lemon given the earlier history. The machine wins over a GPU:
-// the whole board is the offender then.
+// Check says whether next, a new incident, makes its machine a lemon
+// given the earlier history.
 func (r LemonRule) Check(history []Incident, next Incident) (Lemon, bool) {
 	if r.Incidents < 2 || !next.hardware() {
 		return Lemon{}, false
 	}
 	from := next.Time.Add(-r.Window)
-	var onMachine []Incident
-	onGPU := map[string][]Incident{}
+	ev := []Incident{next}
 	for _, in := range history {
-		if !in.hardware() || in.Time.Before(from) || in.Time.After(next.Time) || in.ID == next.ID ||
-			in.machine() != next.machine() && !sharesGPU(in.GPUs, next.GPUs) {
-			continue
-		}
-		if in.machine() == next.machine() {
-			onMachine = append(onMachine, in)
-		}
-		for _, g := range in.GPUs {
-			if slices.Contains(next.GPUs, g) {
-				onGPU[g] = append(onGPU[g], in)
-			}
+		if in.hardware() && !in.Time.Before(from) && !in.Time.After(next.Time) && in.ID != next.ID &&
+			in.machine() == next.machine() {
+			ev = append(ev, in)
 		}
 	}
-	if len(onMachine)+1 >= r.Incidents {
-		return lemon(next, "", onMachine), true
+	if len(ev) < r.Incidents {
+		return Lemon{}, false
 	}
-	for _, g := range next.GPUs {
-		if len(onGPU[g])+1 >= r.Incidents {
-			return lemon(next, g, onGPU[g]), true
-		}
-	}
-	return Lemon{}, false
-}
-
-func lemon(next Incident, gpu string, earlier []Incident) Lemon {
-	ev := append(slices.Clone(earlier), next)
-	slices.SortStableFunc(ev, func(a, b Incident) int { return a.Time.Compare(b.Time) })
-	return Lemon{Machine: next.machine(), GPU: gpu, Node: next.Node, Incidents: ev}
-}
-
-func sharesGPU(a, b []string) bool {
-	for _, g := range a {
-		if slices.Contains(b, g) {
-			return true
-		}
-	}
-	return false
+	return newLemon(ev), true
 }
 
 // Find lists every machine that is a lemon at now: its hardware incidents
-// within the window ending at now reach the rule's count, or one GPU's do.
-// Sorted by machine; one entry per machine, a machine-wide one when both.
+// within the window ending at now reach the rule's count. Sorted by
+// machine.
 func (r LemonRule) Find(history []Incident, now time.Time) []Lemon {
 	if r.Incidents < 2 {
 		return nil
@@ -137,47 +111,26 @@ func (r LemonRule) Find(history []Incident, now time.Time) []Lemon {
 		}
 	}
 	var out []Lemon
-	for m, ins := range byMachine {
-		slices.SortStableFunc(ins, func(a, b Incident) int { return a.Time.Compare(b.Time) })
-		last := ins[len(ins)-1]
+	for _, ins := range byMachine {
 		if len(ins) >= r.Incidents {
-			out = append(out, Lemon{Machine: m, Node: last.Node, Incidents: ins})
-			continue
-		}
-		if l, ok := worstGPU(ins, r.Incidents); ok {
-			l.Machine, l.Node = m, last.Node
-			out = append(out, l)
+			out = append(out, newLemon(ins))
 		}
 	}
-	slices.SortFunc(out, func(a, b Lemon) int {
-		switch {
-		case a.Machine < b.Machine:
-			return -1
-		case a.Machine > b.Machine:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b Lemon) int { return strings.Compare(a.Machine, b.Machine) })
 	return out
 }
 
-// worstGPU is the GPU of one machine's incidents with the most of them,
-// when that reaches n (ties: the smallest UUID, for a stable answer).
-func worstGPU(ins []Incident, n int) (Lemon, bool) {
-	byGPU := map[string][]Incident{}
-	for _, in := range ins {
-		for _, g := range in.GPUs {
-			byGPU[g] = append(byGPU[g], in)
+// newLemon orders the evidence and names the one GPU all of it shares.
+func newLemon(ev []Incident) Lemon {
+	ev = slices.Clone(ev)
+	slices.SortStableFunc(ev, func(a, b Incident) int { return a.Time.Compare(b.Time) })
+	last := ev[len(ev)-1]
+	l := Lemon{Machine: last.machine(), Node: last.Node, Incidents: ev}
+	if len(ev[0].GPUs) == 1 {
+		g := ev[0].GPUs[0]
+		if !slices.ContainsFunc(ev, func(in Incident) bool { return len(in.GPUs) != 1 || in.GPUs[0] != g }) {
+			l.GPU = g
 		}
 	}
-	best := ""
-	for g, gi := range byGPU {
-		if len(gi) >= n && (best == "" || len(gi) > len(byGPU[best]) || len(gi) == len(byGPU[best]) && g < best) {
-			best = g
-		}
-	}
-	if best == "" {
-		return Lemon{}, false
-	}
-	return Lemon{GPU: best, Incidents: byGPU[best]}, true
+	return l
 }

@@ -55,14 +55,22 @@ func TestLemonCheckCountsTheMachineNotTheNodeName(t *testing.T) {
 	}
 }
 
-// One GPU failing again and again is a lemon even when the machine's count
-// alone would be: the GPU is named, and its evidence follows it.
-func TestLemonCheckNamesARepeatGPU(t *testing.T) {
+// When one GPU is behind every incident, the lemon names it; when the
+// incidents name different GPUs, or none, the machine is the offender.
+func TestLemonNamesTheOneGPUBehindItsIncidents(t *testing.T) {
 	r := LemonRule{Incidents: 2, Window: 7 * 24 * time.Hour}
-	history := []Incident{inc("a", 0, "m-1", "n", ClassResetGPU, "GPU-7")}
-	l, ok := r.Check(history, inc("b", 1, "", "n", ClassResetGPU, "GPU-7"))
+	history := []Incident{inc("a", 0, "m-1", "n", ClassResetGPU, "GPU-7"), inc("x", 0, "m-2", "n2", ClassResetGPU, "GPU-1")}
+	l, ok := r.Check(history, inc("b", 1, "m-1", "n", ClassResetGPU, "GPU-7"))
 	if !ok || l.GPU != "GPU-7" || len(l.Incidents) != 2 {
 		t.Fatalf("repeat GPU-7: %+v, %v", l, ok)
+	}
+	l, ok = r.Check(history, inc("c", 1, "m-1", "n", ClassReboot, "GPU-3"))
+	if !ok || l.GPU != "" {
+		t.Fatalf("GPU-7 then GPU-3: %+v, %v", l, ok)
+	}
+	// The same UUID on another machine is not this machine's history.
+	if _, ok := r.Check(history, inc("d", 1, "m-3", "n3", ClassResetGPU, "GPU-7")); ok {
+		t.Fatal("a GPU UUID carried history across machines")
 	}
 }
 
@@ -71,7 +79,7 @@ func TestLemonFindListsEveryOffenderWithEvidence(t *testing.T) {
 	history := []Incident{
 		inc("a1", 1, "m-1", "n1", ClassReboot), inc("a2", 4, "m-1", "n1", ClassReboot), inc("a3", 9, "m-1", "n1", ClassReplace),
 		inc("b1", 1, "m-2", "n2", ClassResetGPU, "GPU-b"), inc("b2", 2, "m-2", "n2", ClassResetGPU, "GPU-b"),
-		inc("b3", 3, "m-2", "n2", ClassResetGPU, "GPU-b"),
+		inc("b3", 3, "m-2", "n2-renamed", ClassResetGPU, "GPU-b"),
 		inc("c1", 1, "m-3", "n3", ClassReboot), inc("c2", 2, "m-3", "n3", ClassReboot), // two: not yet
 	}
 	got := r.Find(history, day0.Add(10*24*time.Hour))
@@ -80,6 +88,9 @@ func TestLemonFindListsEveryOffenderWithEvidence(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"a1", "a2", "a3"}, ids(got[0])); diff != "" {
 		t.Errorf("m-1 evidence (-want +got):\n%s", diff)
+	}
+	if got[1].GPU != "GPU-b" || got[1].Node != "n2-renamed" {
+		t.Errorf("m-2: GPU %q node %q, want GPU-b on n2-renamed", got[1].GPU, got[1].Node)
 	}
 	// At day 32 the window starts at day 2: every machine has at most two left.
 	if got := r.Find(history, day0.Add(32*24*time.Hour)); len(got) != 0 {
