@@ -47,8 +47,8 @@ type Exporter struct {
 	reg *prometheus.Registry
 	// fabricReg holds the gpuheal_fabric_* families alone (parts.go).
 	fabricReg *prometheus.Registry
-	handler http.Handler
-	cache   *scrapeCache
+	handler   http.Handler
+	cache     *scrapeCache
 	// gatherers is Registry plus the runtime registry when enabled.
 	gatherers prometheus.Gatherers
 
