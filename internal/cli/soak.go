@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/soak"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
@@ -109,6 +110,8 @@ the GPU-hours out of service per incident both ways.`,
 	f.DurationVar(&o.Quiesce, "quiesce", 0, "longest wait after the faults for incidents to end (default 3m + 5m/speed)")
 	f.BoolVar(&noChaos, "no-chaos", false, "faults only, no chaos")
 	f.BoolVar(&o.Gate, "gate", false, "the policy has the health gate (agent checks, NCCL all-reduce)")
+	f.Float64Var(&o.Hazard.LemonShare, "lemon-share", schedule.DefaultHazard().LemonShare, "share of boards that are lemons (0 with the covariates off: the homogeneous fleet, drawn as before; docs/reliability.md)")
+	f.Float64Var(&o.Hazard.LemonMultiple, "lemon-multiple", schedule.DefaultHazard().LemonMultiple, "a lemon's failure rate over a normal board's")
 	f.Float64Var(&o.LatentShare, "latent-share", 0, "share of the GPUs that fall off the bus that also carry a latent NCCL fault (default 0; 0.3 with --gate-compare)")
 	f.BoolVar(&gateCompare, "gate-compare", false, "run the schedule with gpuheal without and with the health gate, without chaos, and compare")
 	f.BoolVar(&resetCompare, "reset-compare", false, "run the schedule with gpuheal rebooting and resetting the GPU for faults a reset repairs, without chaos, and compare")

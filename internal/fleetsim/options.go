@@ -25,6 +25,11 @@ type Options struct {
 	// Workers generating GPUs in parallel (GOMAXPROCS when 0). The output
 	// does not depend on it.
 	Workers int
+	// Hazard makes boards differ in failure rate (lemons, rack position,
+	// load); the zero Hazard is the homogeneous fleet.
+	Hazard Hazard
+
+	hazardNorm float64 // Hazard's normalisation, set by complete
 }
 
 func (o *Options) failureRate() float64 {
@@ -62,6 +67,12 @@ func (o *Options) complete() error {
 		return fmt.Errorf("preset %q: no failure classes", o.Preset.Name)
 	case o.Start.Truncate(time.Second) != o.Start:
 		return fmt.Errorf("start %s: must be whole seconds", o.Start)
+	}
+	if err := o.Hazard.validate(); err != nil {
+		return err
+	}
+	if !o.Hazard.Off() {
+		o.hazardNorm = o.Hazard.norm(o.GPUs)
 	}
 	return nil
 }

@@ -29,12 +29,14 @@ type plan struct {
 }
 
 // planGPU draws one slot's failures and episodes over total steps.
-func planGPU(r rng, o *Options, total int64) *plan {
+func planGPU(r rng, o *Options, gpu int, total int64) *plan {
 	p := &plan{boardStarts: []int64{0}}
 	perStep := o.failureRate() / 1000 / stepsPerHour
 	at := 0.0
 	for perStep > 0 {
-		at += r.exponential(perStep)
+		// The board in place since the last repair fails at its own rate.
+		m, _ := o.BoardHazard(gpu, len(p.failures))
+		at += r.exponential(perStep * m)
 		f := int64(at)
 		if f >= total {
 			break

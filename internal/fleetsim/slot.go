@@ -19,7 +19,7 @@ type slotResult struct {
 func simulateSlot(o *Options, gpu int) (slotResult, error) {
 	r := newRNG(o.Seed, gpu)
 	total := int64(o.Days * 24 * stepsPerHour)
-	p := planGPU(r, o, total)
+	p := planGPU(r, o, gpu, total)
 	at := func(step int64) time.Time { return o.Start.Add(time.Duration(step) * predict.Interval) }
 
 	var res slotResult

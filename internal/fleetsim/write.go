@@ -89,5 +89,9 @@ func source(o *Options) string {
 	if o.Preset.BenignScale != 1 {
 		s += fmt.Sprintf(" benign-scale=%g", o.Preset.BenignScale)
 	}
+	if h := o.Hazard; !h.Off() {
+		s += fmt.Sprintf(" lemon-share=%g lemon-multiple=%g rack-size=%d top-multiple=%g busy-share=%g busy-multiple=%g",
+			h.LemonShare, h.LemonMultiple, h.RackSize, h.TopMultiple, h.BusyShare, h.BusyMultiple)
+	}
 	return s
 }

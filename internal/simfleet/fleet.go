@@ -95,6 +95,8 @@ type simFleet struct {
 	schedule []schedule.ScheduledFault
 	next     int // first schedule entry not handled yet
 	epoch    time.Time
+	// lineage numbers each slot's boards, for faults pinned to one.
+	lineage schedule.Lineage
 
 	registry *prometheus.Registry
 	running  prometheus.Gauge
@@ -213,6 +215,7 @@ func (f *simFleet) reconcile(ctx context.Context) error {
 		}
 	}
 	f.mu.Lock()
+	f.observeBoards(nodes.Items)
 	var stop []*simAgent
 	for name, a := range f.agents {
 		if up[name] == nil {

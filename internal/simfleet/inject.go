@@ -25,6 +25,7 @@ func (f *simFleet) loadSchedule() error {
 	if f.epoch.IsZero() {
 		f.epoch = time.Now()
 	}
+	f.loadLineage()
 	if f.opts.ScheduleFile == "" {
 		return nil
 	}
@@ -44,7 +45,8 @@ func (f *simFleet) loadSchedule() error {
 }
 
 // injectDue injects every scheduled fault whose time has come into the
-// node now in its slot, or journals why not.
+// node now in its slot, if the fault is for that node's board, or
+// journals why not.
 func (f *simFleet) injectDue(now time.Time) {
 	for f.next < len(f.schedule) && !f.epoch.Add(f.schedule[f.next].At).After(now) {
 		e := f.schedule[f.next]
@@ -63,10 +65,25 @@ func (f *simFleet) injectScheduled(index int, e schedule.ScheduledFault) {
 			a = cand
 		}
 	}
-	in := schedule.Injection{Index: index, Time: time.Now(), Slot: e.Slot, Class: e.Class, Kind: class.Fault.Kind, GPU: e.GPU, Fatal: class.Fatal}
+	in := schedule.Injection{Index: index, Time: time.Now(), Slot: e.Slot, Class: e.Class, Kind: class.Fault.Kind, GPU: e.GPU, Board: e.Board, Fatal: class.Fatal}
+	board, known := -1, false
+	if a != nil {
+		_, board, known = f.lineage.SlotBoard(a.name)
+		if !e.Pinned {
+			in.Board = board
+		}
+	}
 	switch {
 	case a == nil:
 		in.Skipped = "no machine up in the slot (rebooting, booting or gone)"
+	case e.Pinned && !known:
+		in.Node = a.name
+		in.Skipped = fmt.Sprintf("the fault is for board %d of the slot; which board node %s is, is unknown", e.Board, a.name)
+	case !e.AppliesTo(board):
+		// Another machine's fault: one already replaced, or one not yet
+		// installed. It is journaled, so the soak can tell it from one lost.
+		in.Node = a.name
+		in.Skipped = fmt.Sprintf("the fault is for board %d of the slot; board %d is in place", e.Board, board)
 	case class.Fatal && a.faulted():
 		in.Node = a.name
 		in.Skipped = "the machine already has a fatal fault in this boot"

@@ -35,7 +35,7 @@ func plantLatent(faults []schedule.ScheduledFault, share float64, seed int64) []
 	out := make([]schedule.ScheduledFault, 0, len(faults))
 	for _, f := range faults {
 		if f.Class == latentCarrier && rng.Float64() < share {
-			out = append(out, schedule.ScheduledFault{At: max(f.At-time.Second, 0), Slot: f.Slot, Class: latentClass, GPU: f.GPU})
+			out = append(out, schedule.ScheduledFault{At: max(f.At-time.Second, 0), Slot: f.Slot, Class: latentClass, GPU: f.GPU, Board: f.Board, Pinned: f.Pinned})
 		}
 		out = append(out, f)
 	}

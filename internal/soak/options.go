@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 )
 
 // Mode says who repairs the fleet.
@@ -51,6 +53,11 @@ type Options struct {
 	LatentShare float64
 	// FaultsPerMinute over the fleet at speed 1; 0 means one per 100 nodes.
 	FaultsPerMinute float64
+	// Hazard makes the fleet's boards differ (lemons, slot covariates):
+	// the schedule is drawn per board (schedule.DrawBoardSchedule). The
+	// zero Hazard is today's homogeneous fleet, drawn as before
+	// (schedule.DrawSchedule), for a sensitivity run.
+	Hazard schedule.Hazard
 	// ChaosEvery is the mean time between chaos actions (real time; an
 	// action waits between half and one and a half of it); 0 means 40s.
 	ChaosEvery time.Duration
@@ -91,6 +98,9 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("the health gate needs the live mode: it is the controller that runs it")
 	case o.FaultsPerMinute < 0:
 		return fmt.Errorf("--faults-per-minute %v: must not be negative", o.FaultsPerMinute)
+	}
+	if err := o.Hazard.Validate(); err != nil {
+		return fmt.Errorf("--lemon-share, --lemon-multiple: %w", err)
 	}
 	return nil
 }

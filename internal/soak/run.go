@@ -54,9 +54,12 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 	for i := range slots {
 		slots[i] = testenv.NodeName(nodePrefix, i)
 	}
-	faults := plantLatent(schedule.DrawSchedule(o.Seed, slots, 8, p.faultsPerMinute, o.Duration), o.LatentShare, o.Seed)
+	faults := plantLatent(drawSchedule(o, slots, p.faultsPerMinute), o.LatentShare, o.Seed)
 	schedulePath := filepath.Join(workDir, "schedule.jsonl")
 	if err := schedule.WriteSchedule(schedulePath, faults); err != nil {
+		return nil, err
+	}
+	if err := writeBoards(filepath.Join(workDir, boardsFile), o, slots, p.faultsPerMinute, faults); err != nil {
 		return nil, err
 	}
 

@@ -16,15 +16,18 @@ import (
 // Injection is one line of the fleet's injection journal: what was put
 // where, or why a scheduled fault was not.
 type Injection struct {
-	Index   int       `json:"index"` // in the schedule; IndexDrawn or IndexSurfaced otherwise
-	Time    time.Time `json:"time"`
-	Node    string    `json:"node,omitempty"`
-	Slot    string    `json:"slot"`
-	Class   string    `json:"class"`
-	Kind    sim.Kind  `json:"kind"`
-	GPU     int       `json:"gpu"`
-	Fatal   bool      `json:"fatal"`
-	Skipped string    `json:"skipped,omitempty"`
+	Index int       `json:"index"` // in the schedule; IndexDrawn or IndexSurfaced otherwise
+	Time  time.Time `json:"time"`
+	Node  string    `json:"node,omitempty"`
+	Slot  string    `json:"slot"`
+	Class string    `json:"class"`
+	Kind  sim.Kind  `json:"kind"`
+	GPU   int       `json:"gpu"`
+	// Board is the board generation (Lineage) a scheduled fault was for:
+	// a pinned fault's own, else that of the machine it hit.
+	Board   int    `json:"board"`
+	Fatal   bool   `json:"fatal"`
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Indexes of injections that are not in the schedule.

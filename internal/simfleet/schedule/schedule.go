@@ -8,8 +8,10 @@ package schedule
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -22,15 +24,61 @@ import (
 // in Slot. A slot is a node's name without the replacement suffix the kwok
 // provider adds, so a fault still finds the machine that took a replaced
 // node's place, and two runs of one schedule hit the same places.
+//
+// A pinned fault belongs to board generation Board of its slot (Lineage)
+// and applies only while that board is the slot's machine. An unpinned
+// one (the zero value, DrawSchedule's, and every line without "board" in
+// a schedule file, as files were before boards) hits whatever machine is
+// in the slot. In JSON, "board" is present exactly when the fault is
+// pinned.
 type ScheduledFault struct {
+	At     time.Duration
+	Slot   string
+	Class  string
+	GPU    int
+	Board  int
+	Pinned bool
+}
+
+// scheduledFaultJSON is a schedule file's line.
+type scheduledFaultJSON struct {
 	At    time.Duration `json:"at"`
 	Slot  string        `json:"slot"`
 	Class string        `json:"class"`
 	GPU   int           `json:"gpu"`
+	Board *int          `json:"board,omitempty"`
 }
+
+// MarshalJSON writes "board" only for a pinned fault.
+func (f ScheduledFault) MarshalJSON() ([]byte, error) {
+	j := scheduledFaultJSON{At: f.At, Slot: f.Slot, Class: f.Class, GPU: f.GPU}
+	if f.Pinned {
+		j.Board = &f.Board
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON pins the fault when the line names a board.
+func (f *ScheduledFault) UnmarshalJSON(data []byte) error {
+	var j scheduledFaultJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*f = ScheduledFault{At: j.At, Slot: j.Slot, Class: j.Class, GPU: j.GPU}
+	if j.Board != nil {
+		f.Board, f.Pinned = *j.Board, true
+	}
+	return nil
+}
+
+// AppliesTo reports whether the fault hits board generation board of its
+// slot.
+func (f ScheduledFault) AppliesTo(board int) bool { return !f.Pinned || f.Board == board }
 
 // DrawSchedule draws faults from the failure mix at rate per minute over
 // duration, on slots chosen uniformly: the same seed gives the same list.
+// Its faults are unpinned: a homogeneous fleet, where a replacement
+// inherits its slot's faults (DrawBoardSchedule draws per board).
 func DrawSchedule(seed int64, slots []string, gpus int, perMinute float64, duration time.Duration) []ScheduledFault {
 	if perMinute <= 0 || len(slots) == 0 {
 		return nil
@@ -72,8 +120,14 @@ func LoadSchedule(path string) ([]ScheduledFault, error) {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
+	return ReadSchedule(f, path)
+}
+
+// ReadSchedule reads a schedule of JSON lines from r, sorted by time;
+// name is what errors call it.
+func ReadSchedule(r io.Reader, path string) ([]ScheduledFault, error) {
 	var out []ScheduledFault
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
 		if len(sc.Bytes()) == 0 {
 			continue
@@ -82,15 +136,15 @@ func LoadSchedule(path string) ([]ScheduledFault, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		if _, ok := ClassNamed(e.Class); !ok || e.Slot == "" || e.At < 0 {
-			return nil, fmt.Errorf("%s:%d: want a known class, a slot and a non-negative at; got %+v", path, line, e)
+		if _, ok := ClassNamed(e.Class); !ok || e.Slot == "" || e.At < 0 || e.Board < 0 {
+			return nil, fmt.Errorf("%s:%d: want a known class, a slot, a non-negative at and board; got %+v", path, line, e)
 		}
 		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	slices.SortStableFunc(out, func(a, b ScheduledFault) int { return int(a.At - b.At) })
+	slices.SortStableFunc(out, func(a, b ScheduledFault) int { return cmp.Compare(a.At, b.At) })
 	return out, nil
 }
 
