@@ -79,6 +79,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.Float64Var(&sc.SilverMin, "score-silver-min", sc.SilverMin, "health score: lowest score of the silver tier")
 	fs.DurationVar(&c.ScoreEvery, "score-interval", time.Minute, "how often health scores are published on the nodes")
 	fs.BoolVar(&c.ProtectGold, "protect-gold-from-scale-in", false, "keep gold-tier nodes out of scale-in through the node's provider (aws: Auto Scaling instance protection), so a shrinking group removes the least trusted first")
+	fs.BoolVar(&c.TaintBronze, "score-taint-bronze", true, "keep a PreferNoSchedule taint gpuheal.io/health-tier=bronze on bronze-tier nodes, so that new pods go to healthier nodes when they can (docs/health-score.md); false also removes it where it was left")
 	fs.BoolVar(&o.run.StatusPage, "status-page", false, "serve a read-only web page of the fleet at /status/ on the metrics address; open it through the API server's service proxy or a port-forward (docs/status-page.md)")
 	fs.StringVar(&c.Self.Name, "pod-name", "", "the controller's own pod, which drains leave in place (the chart sets it from the downward API)")
 	fs.StringVar(&c.Self.Namespace, "pod-namespace", "", "namespace of --pod-name")

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/score/tieraffinity"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
@@ -228,7 +229,9 @@ type demoPlanted struct{ reset, fabric string }
 // the inference service on the first node they left free, the
 // on-premises node, and the live policy.
 func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoPace) (demoPlanted, error) {
-	if err := testenv.TrainingFleet(ctx, c, demoNodePrefix, nodes, demoNamespace, "llm-pretrain", "llm-finetune"); err != nil {
+	// The jobs prefer healthier nodes: a pod a drain moves goes to a gold
+	// node where one has room (docs/health-score.md).
+	if err := testenv.TrainingFleet(ctx, c, demoNodePrefix, nodes, demoNamespace, tieraffinity.PreferHealthier(), "llm-pretrain", "llm-finetune"); err != nil {
 		return demoPlanted{}, err
 	}
 	node, err := freeDemoNode(ctx, c, nodes)

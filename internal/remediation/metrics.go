@@ -65,7 +65,7 @@ var (
 	}, []string{"outcome"})
 	nodePatchConflicts = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gpuheal_node_patch_conflicts_total",
-		Help: "Cordon and uncordon patches refused because the node's taints or cordon changed since it was read (each is read again and retried).",
+		Help: "Cordon, uncordon and health tier taint patches refused because the node's taints or cordon changed since it was read (each is read again and retried).",
 	})
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/nodemark"
+	"github.com/gpuheal/gpuheal/internal/score/tieraffinity"
 )
 
 // ReleaseOptions say what Release stops before it hands nodes back.
@@ -35,7 +37,8 @@ type ReleaseOptions struct {
 // Release undoes what gpuheal holds on the cluster, for `helm uninstall`
 // (the chart's pre-delete hook): it stops the controller, ends every open
 // incident as Cancelled and uncordons every node gpuheal cordoned (a cordon
-// someone else set before ours stays). The NodeRemediations stay as the
+// someone else set before ours stays). The health tier's bronze taint goes
+// too: with the controller gone nothing would keep it current. The NodeRemediations stay as the
 // record of what happened; none carries a finalizer.
 func Release(ctx context.Context, c client.Client, opts ReleaseOptions) error {
 	log := slog.Default()
@@ -72,10 +75,15 @@ func Release(ctx context.Context, c client.Client, opts ReleaseOptions) error {
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if !nodemark.Ours(n) {
+		if !nodemark.Ours(n) && !slices.ContainsFunc(n.Spec.Taints, tieraffinity.IsBronzeTaint) {
 			continue
 		}
-		err := patchNodeGuarded(ctx, c, c, n, nodemark.Release)
+		err := patchNodeGuarded(ctx, c, c, n, func(n *corev1.Node) bool {
+			released := nodemark.Release(n)
+			taints, untainted := withBronzeTaint(n.Spec.Taints, false)
+			n.Spec.Taints = taints
+			return released || untainted
+		})
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -5,6 +5,7 @@ package remediation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,11 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/score/tieraffinity"
 )
 
 // TestReleaseHandsNodesBack is what `helm uninstall` runs: on a real API
 // server, the controller is scaled to zero, open incidents end Cancelled,
-// and only gpuheal's own cordons and taints are undone.
+// and only gpuheal's own cordons and taints are undone, the health tier's
+// bronze taint included.
 func TestReleaseHandsNodesBack(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, "release-", 4)
@@ -31,13 +34,17 @@ func TestReleaseHandsNodesBack(t *testing.T) {
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = append(n.Spec.Taints, taint)
 		n.Annotations = map[string]string{v1alpha1.AnnotationCordonedBy: "nr-ours"}
+		n.Spec.Taints = append(n.Spec.Taints, tieraffinity.BronzeTaint())
 	})
 	h.editNode(oursOverTheirs, func(n *corev1.Node) {
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = append(n.Spec.Taints, taint)
 		n.Annotations = map[string]string{v1alpha1.AnnotationCordonedBy: "nr-over", v1alpha1.AnnotationWasUnschedulable: "true"}
 	})
-	h.editNode(theirs, func(n *corev1.Node) { n.Spec.Unschedulable = true })
+	h.editNode(theirs, func(n *corev1.Node) {
+		n.Spec.Unschedulable = true
+		n.Spec.Taints = append(n.Spec.Taints, tieraffinity.BronzeTaint())
+	})
 	h.editNode(taintOnly, func(n *corev1.Node) {
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = append(n.Spec.Taints, taint)
@@ -94,6 +101,9 @@ func TestReleaseHandsNodesBack(t *testing.T) {
 		}
 		if hasTaint(n) {
 			t.Errorf("node %s still has taint %s", name, v1alpha1.TaintUnhealthy)
+		}
+		if slices.ContainsFunc(n.Spec.Taints, tieraffinity.IsBronzeTaint) {
+			t.Errorf("node %s still has the health tier taint", name)
 		}
 		if v, ok := n.Annotations[v1alpha1.AnnotationCordonedBy]; ok {
 			t.Errorf("node %s still has %s=%s", name, v1alpha1.AnnotationCordonedBy, v)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/gpuheal/gpuheal/internal/audit"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/score"
+	"github.com/gpuheal/gpuheal/internal/score/tieraffinity"
 )
 
 var nodeHealthScore = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -43,6 +45,10 @@ type scorePublisher struct {
 	// providers, when set, protect gold nodes from scale-in (opt-in):
 	// a shrinking group then removes the least trusted nodes first.
 	providers provider.Set
+	// taintBronze keeps the PreferNoSchedule taint of tieraffinity on
+	// bronze nodes (and removes it from every other); off, it is removed
+	// wherever this controller left it.
+	taintBronze bool
 
 	mu     sync.Mutex
 	events map[string][]score.Event // node → incidents, one per Decided record
@@ -132,13 +138,15 @@ func (s *scorePublisher) publish(ctx context.Context) error {
 		if s.providers != nil {
 			s.protect(ctx, n, tier == score.Gold)
 		}
-		if n.Annotations[v1alpha1.AnnotationHealthScore] == res.ScoreText() && n.Labels[v1alpha1.LabelHealthTier] == string(tier) &&
-			n.Annotations[v1alpha1.AnnotationGPUHealthScores] == gpus {
-			continue
+		if n.Annotations[v1alpha1.AnnotationHealthScore] != res.ScoreText() || n.Labels[v1alpha1.LabelHealthTier] != string(tier) ||
+			n.Annotations[v1alpha1.AnnotationGPUHealthScores] != gpus {
+			if err := s.patch(ctx, n.Name, res.ScoreText(), string(tier), gpus); err != nil {
+				return err
+			}
 		}
-		if err := s.patch(ctx, n.Name, res.ScoreText(), string(tier), gpus); err != nil {
-			return err
-		}
+		// After the label: a node never carries the taint of a tier its
+		// label does not show yet.
+		s.syncTaint(ctx, n, s.taintBronze && tier == score.Bronze)
 	}
 	return nil
 }
@@ -206,6 +214,47 @@ func (s *scorePublisher) patch(ctx context.Context, node, scoreText, tier, gpus 
 		return fmt.Errorf("publishing health score of node %s: %w", node, err)
 	}
 	return nil
+}
+
+// syncTaint gives n the bronze taint (want) or takes it off, leaving every
+// other taint as it is. The taint list has no merge key, so the patch is
+// the cordon's (patchNodeGuarded): it tests the taints it read, and when
+// another writer changed them meanwhile the node is read again through the
+// writer and the change applied again. A failure is logged and tried again
+// at the next publication; the scores of the other nodes go on.
+func (s *scorePublisher) syncTaint(ctx context.Context, n *corev1.Node, want bool) {
+	if _, changed := withBronzeTaint(n.Spec.Taints, want); !changed {
+		return
+	}
+	err := patchNodeGuarded(ctx, s.writer, s.writer, n.DeepCopy(), func(n *corev1.Node) bool {
+		taints, changed := withBronzeTaint(n.Spec.Taints, want)
+		n.Spec.Taints = taints
+		return changed
+	})
+	if client.IgnoreNotFound(err) != nil && ctx.Err() == nil {
+		log.FromContext(ctx).Error(err, "setting the health tier taint", "node", n.Name, "tainted", want)
+	}
+}
+
+// withBronzeTaint is taints with exactly one bronze taint (want) or none,
+// and whether that differs from taints. Other taints keep their order.
+func withBronzeTaint(taints []corev1.Taint, want bool) ([]corev1.Taint, bool) {
+	bronze := tieraffinity.BronzeTaint()
+	ours, exact := 0, false
+	for _, t := range taints {
+		if tieraffinity.IsBronzeTaint(t) {
+			ours++
+			exact = exact || t.Effect == bronze.Effect && t.Value == bronze.Value
+		}
+	}
+	if want && ours == 1 && exact || !want && ours == 0 {
+		return taints, false
+	}
+	out := slices.DeleteFunc(slices.Clone(taints), tieraffinity.IsBronzeTaint)
+	if want {
+		out = append(out, bronze)
+	}
+	return out, true
 }
 
 // protect asks the node's provider to keep a gold node out of scale-in and

@@ -60,6 +60,11 @@ type ControllerOptions struct {
 	// ProtectGold keeps gold nodes out of scale-in through providers that
 	// can (aws: Auto Scaling instance protection; kwok simulates it).
 	ProtectGold bool
+	// TaintBronze keeps a PreferNoSchedule taint gpuheal.io/health-tier=bronze
+	// on bronze nodes, so that the scheduler places new pods on healthier
+	// ones when it can (docs/health-score.md). Off, the taint is removed
+	// where an earlier run left it.
+	TaintBronze bool
 	// Self is the controller's own pod, when it runs in one (the downward
 	// API gives its name). A drain leaves it, and gpuheal's other pods in
 	// its namespace, in place: a controller that evicted itself from the
@@ -137,7 +142,8 @@ func Setup(mgr manager.Manager, o ControllerOptions) error {
 		if err != nil {
 			return fmt.Errorf("creating the health score client: %w", err)
 		}
-		pub := &scorePublisher{client: c, writer: writer, store: o.AuditReader, scorer: o.Scorer, every: o.ScoreEvery, clock: o.Clock, events: map[string][]score.Event{}}
+		pub := &scorePublisher{client: c, writer: writer, store: o.AuditReader, scorer: o.Scorer, every: o.ScoreEvery, clock: o.Clock, events: map[string][]score.Event{},
+			taintBronze: o.TaintBronze}
 		if o.ProtectGold {
 			pub.providers = o.Providers
 		}

@@ -17,6 +17,7 @@ import (
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/finding"
+	"github.com/gpuheal/gpuheal/internal/score/tieraffinity"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 )
@@ -127,7 +128,7 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 // of the fleet (one 8-GPU pod per node, one pod of each at a time may be
 // disrupted), and in live mode the policy.
 func setupFleet(ctx context.Context, c client.Client, o Options) error {
-	if err := testenv.TrainingFleet(ctx, c, nodePrefix, o.Nodes, namespace, jobs...); err != nil {
+	if err := testenv.TrainingFleet(ctx, c, nodePrefix, o.Nodes, namespace, trainingAffinity(true), jobs...); err != nil {
 		return err
 	}
 	if o.Inference {
@@ -168,6 +169,17 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 			Actions:      actions,
 		},
 	})
+}
+
+// trainingAffinity is the training jobs' node affinity: with steer, the
+// "prefer healthier nodes" one of docs/health-score.md, so that the health
+// tier steers where a moved pod goes; without, none (a run that leaves the
+// score out of scheduling).
+func trainingAffinity(steer bool) *corev1.Affinity {
+	if !steer {
+		return nil
+	}
+	return tieraffinity.PreferHealthier()
 }
 
 // inferenceService runs inferencePodsPerNode one-GPU pods on every other

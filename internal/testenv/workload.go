@@ -34,6 +34,12 @@ func CreateGPUWorkload(ctx context.Context, c client.Client, namespace, name str
 // (none: anywhere), and then without a PodDisruptionBudget: an inference
 // service of one-GPU pods sharing a node, whose GPUs fail one at a time.
 func CreateGPUWorkloadOn(ctx context.Context, c client.Client, namespace, name string, replicas int32, gpusPerPod int64, node string) error {
+	return createGPUWorkload(ctx, c, namespace, name, replicas, gpusPerPod, node, nil)
+}
+
+// createGPUWorkload is CreateGPUWorkloadOn with the pods' node affinity
+// (nil: none).
+func createGPUWorkload(ctx context.Context, c client.Client, namespace, name string, replicas int32, gpusPerPod int64, node string, affinity *corev1.Affinity) error {
 	labels := map[string]string{WorkloadLabel: name}
 	var selector map[string]string
 	if node != "" {
@@ -58,6 +64,7 @@ func CreateGPUWorkloadOn(ctx context.Context, c client.Client, namespace, name s
 					// Kwok pods stop at once; a real trainer checkpoints.
 					TerminationGracePeriodSeconds: new(int64),
 					NodeSelector:                  selector,
+					Affinity:                      affinity,
 				},
 			},
 		},
@@ -122,8 +129,9 @@ func workloadState(ctx context.Context, c client.Client, namespace, name string)
 // named prefix-0000…, Ready, and one Deployment per job in namespace, each
 // of one 8-GPU pod per node on three eighths of the fleet (the jobs fill
 // three quarters of it, which leaves room to move evicted pods), running,
-// with a PodDisruptionBudget of maxUnavailable 1.
-func TrainingFleet(ctx context.Context, c client.Client, prefix string, n int, namespace string, jobs ...string) error {
+// with a PodDisruptionBudget of maxUnavailable 1. The jobs' pods carry
+// affinity (nil: none), e.g. tieraffinity.PreferHealthier.
+func TrainingFleet(ctx context.Context, c client.Client, prefix string, n int, namespace string, affinity *corev1.Affinity, jobs ...string) error {
 	names, err := CreateGPUNodes(ctx, c, prefix, n)
 	if err != nil {
 		return err
@@ -138,7 +146,7 @@ func TrainingFleet(ctx context.Context, c client.Client, prefix string, n int, n
 	}
 	perJob := int32(max(n*3/8, 1))
 	for _, job := range jobs {
-		if err := CreateGPUWorkload(ctx, c, namespace, job, perJob, 8); err != nil {
+		if err := createGPUWorkload(ctx, c, namespace, job, perJob, 8, "", affinity); err != nil {
 			return err
 		}
 	}
