@@ -260,13 +260,12 @@ const (
 // Reboot, Replace, CordonOnly), not an application's faults or warnings.
 // +kubebuilder:validation:XValidation:rule="!has(self.incidents) || self.incidents == 0 || self.incidents >= 2",message="incidents: 0 (off) or at least 2"
 type LemonSpec struct {
-	// Incidents: the incident that brings a machine's (or one GPU's)
-	// count within Window to this many makes it a lemon; 0 turns the
-	// rule off.
+	// Incidents: the incident that brings a machine's count within Window
+	// to this many makes it a lemon; 0 turns the rule off. Unset is 3.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
 	// +optional
-	Incidents int32 `json:"incidents,omitempty"`
+	Incidents *int32 `json:"incidents,omitempty"`
 	// Window over which incidents are counted.
 	// +kubebuilder:default="720h"
 	// +kubebuilder:validation:Type=string

@@ -56,6 +56,16 @@ func (r *Result) SLA() float64 {
 	return float64(r.JobsOnTime) / float64(due)
 }
 
+// DownGPUHours is the GPU time of broken nodes, from fault to back in
+// service (what the live soak counts as lost).
+func (r *Result) DownGPUHours() float64 {
+	var sum time.Duration
+	for _, d := range r.Outages {
+		sum += d
+	}
+	return sum.Hours() * 8
+}
+
 // LostGPUHours is work lost and GPU time spent hanging and restarting.
 func (r *Result) LostGPUHours() float64 { return r.LostWorkGPUHours + r.IdleGPUHours }
 

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
@@ -38,7 +40,7 @@ func TestCRDSchemaDefaultsAndValidation(t *testing.T) {
 	if s.Escalation.RebootsBeforeReplace != 2 || s.Escalation.Window.Duration.String() != "24h0m0s" {
 		t.Errorf("escalation defaulted to %+v", s.Escalation)
 	}
-	if s.Lemon.Incidents != 3 || s.Lemon.Window == nil || s.Lemon.Window.Duration.String() != "720h0m0s" || s.Lemon.Action != v1alpha1.LemonReplace {
+	if s.Lemon.Incidents == nil || *s.Lemon.Incidents != 3 || s.Lemon.Window == nil || s.Lemon.Window.Duration.String() != "720h0m0s" || s.Lemon.Action != v1alpha1.LemonReplace {
 		t.Errorf("lemon defaulted to %+v", s.Lemon)
 	}
 
@@ -59,7 +61,7 @@ func TestCRDSchemaDefaultsAndValidation(t *testing.T) {
 	}, "each type and status at most once")
 	bad("neg", func(p *v1alpha1.RemediationPolicy) { p.Spec.Drain.Timeout = &metav1.Duration{Duration: -1} }, "spec.drain.timeout")
 	bad("provider", func(p *v1alpha1.RemediationPolicy) { p.Spec.Provider = "gcp" }, "spec.provider")
-	bad("lemon-one", func(p *v1alpha1.RemediationPolicy) { p.Spec.Lemon.Incidents = 1 }, "incidents: 0 (off) or at least 2")
+	bad("lemon-one", func(p *v1alpha1.RemediationPolicy) { p.Spec.Lemon.Incidents = ptr.To[int32](1) }, "incidents: 0 (off) or at least 2")
 	bad("lemon-action", func(p *v1alpha1.RemediationPolicy) { p.Spec.Lemon.Action = "Reboot" }, "spec.lemon.action")
 
 	nr := &v1alpha1.NodeRemediation{

@@ -93,11 +93,13 @@ func machineOf(n *corev1.Node) string {
 // lemonRule is the policy's rule; ok is false when it is off.
 func lemonRule(p *policy) (score.LemonRule, bool) {
 	l := p.Spec.Lemon
-	if l.Incidents == 0 {
+	r := score.DefaultLemonRule() // what the CRD defaults an unset field to
+	if l.Incidents != nil {
+		r.Incidents = int(*l.Incidents)
+	}
+	if r.Incidents == 0 {
 		return score.LemonRule{}, false
 	}
-	r := score.DefaultLemonRule()
-	r.Incidents = int(l.Incidents)
 	if l.Window != nil {
 		r.Window = l.Window.Duration
 	}

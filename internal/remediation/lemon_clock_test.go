@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
 )
@@ -36,11 +38,11 @@ func TestLemonRule(t *testing.T) {
 		elsewise bool
 		want     v1alpha1.Action
 	}{
-		{"third incident: replaced", v1alpha1.LemonSpec{Incidents: 3, Action: v1alpha1.LemonReplace}, 2, false, v1alpha1.ActionReplace},
-		{"third incident: quarantined", v1alpha1.LemonSpec{Incidents: 3, Action: v1alpha1.LemonQuarantine}, 2, false, v1alpha1.ActionCordonOnly},
-		{"second incident: rebooted", v1alpha1.LemonSpec{Incidents: 3}, 1, false, v1alpha1.ActionReboot},
-		{"the history is another machine's", v1alpha1.LemonSpec{Incidents: 3}, 2, true, v1alpha1.ActionReboot},
-		{"rule off", v1alpha1.LemonSpec{}, 5, false, v1alpha1.ActionReboot},
+		{"third incident: replaced", v1alpha1.LemonSpec{Incidents: ptr.To[int32](3), Action: v1alpha1.LemonReplace}, 2, false, v1alpha1.ActionReplace},
+		{"third incident: quarantined", v1alpha1.LemonSpec{Action: v1alpha1.LemonQuarantine}, 2, false, v1alpha1.ActionCordonOnly},
+		{"second incident: rebooted", v1alpha1.LemonSpec{}, 1, false, v1alpha1.ActionReboot},
+		{"the history is another machine's", v1alpha1.LemonSpec{}, 2, true, v1alpha1.ActionReboot},
+		{"rule off", v1alpha1.LemonSpec{Incidents: ptr.To[int32](0)}, 5, false, v1alpha1.ActionReboot},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newClockEnv(t)
@@ -82,7 +84,7 @@ func TestLemonRule(t *testing.T) {
 			if len(evs) != 1 {
 				t.Fatalf("%d %s Events, want 1", len(evs), v1alpha1.EventReasonLemon)
 			}
-			for _, text := range []string{evs[0].note, decided(t, e, nr.Name).Message} {
+			for _, text := range []string{evs[0].note, decidedRecord(t, e, nr.Name).Message} {
 				for _, want := range []string{"machine 4c4c4544-0042-board-1 had 3 hardware incidents", "old-a on gpu-before-replacement",
 					"old-b", nr.Name} {
 					if !strings.Contains(text, want) {
@@ -93,14 +95,14 @@ func TestLemonRule(t *testing.T) {
 					t.Errorf("%q counts an incident outside the window", text)
 				}
 			}
-			if got := decided(t, e, nr.Name).Machine; got != "4c4c4544-0042-board-1" {
+			if got := decidedRecord(t, e, nr.Name).Machine; got != "4c4c4544-0042-board-1" {
 				t.Errorf("Decided record's machine %q", got)
 			}
 		})
 	}
 }
 
-func decided(t *testing.T, e *clockEnv, incident string) audit.Record {
+func decidedRecord(t *testing.T, e *clockEnv, incident string) audit.Record {
 	t.Helper()
 	recs, err := e.audit.Query(e.ctx, audit.Filter{Incident: incident})
 	if err != nil {

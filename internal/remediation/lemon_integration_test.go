@@ -12,6 +12,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
 )
@@ -36,7 +38,7 @@ func TestLemonReplacedOnTheRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := fastPolicy("lemon")
-	p.Spec.Lemon = v1alpha1.LemonSpec{Incidents: 2, Window: &metav1.Duration{Duration: 30 * 24 * time.Hour}, Action: v1alpha1.LemonReplace}
+	p.Spec.Lemon = v1alpha1.LemonSpec{Incidents: ptr.To[int32](2), Window: &metav1.Duration{Duration: 30 * 24 * time.Hour}, Action: v1alpha1.LemonReplace}
 	h.create(p)
 	h.startController(controllerConfig{audit: mem, history: mem})
 

@@ -58,6 +58,10 @@ type Options struct {
 	// zero Hazard is today's homogeneous fleet, drawn as before
 	// (schedule.DrawSchedule), for a sensitivity run.
 	Hazard schedule.Hazard
+	// NoFeedback runs gpuheal without its feedback loop: no lemon rule,
+	// no PreferNoSchedule taint on bronze nodes, training jobs without
+	// the tier affinity (the middle arm of --compare).
+	NoFeedback bool
 	// ChaosEvery is the mean time between chaos actions (real time; an
 	// action waits between half and one and a half of it); 0 means 40s.
 	ChaosEvery time.Duration
@@ -94,6 +98,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--latent-share %v: want 0 to 1", o.LatentShare)
 	case o.RebootNotReset && o.Mode != Live:
 		return fmt.Errorf("--reboot-not-reset needs the live mode: it is the controller's policy")
+	case o.NoFeedback && o.Mode != Live:
+		return fmt.Errorf("no feedback needs the live mode: the loop is the controller's")
 	case o.Gate && o.Mode != Live:
 		return fmt.Errorf("the health gate needs the live mode: it is the controller that runs it")
 	case o.FaultsPerMinute < 0:

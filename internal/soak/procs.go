@@ -146,7 +146,8 @@ func (r *run) startController(i int) error {
 		"--kwok-chaos-file="+r.chaosFile(), "--metrics-address="+r.controllerAddr[i], "--health-address=127.0.0.1:0",
 		"--metrics-secure=false", // loopback only: the soak scrapes it plainly
 		"--audit-sqlite-path="+r.auditDB(), "--score-interval=30s", "--log-format=json",
-		"--check-namespace=default", "--check-jobs-managed-by="+checkJobsManager)
+		"--check-namespace=default", "--check-jobs-managed-by="+checkJobsManager,
+		"--score-taint-bronze="+strconv.FormatBool(!r.opts.NoFeedback))
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -128,7 +129,7 @@ func Run(ctx context.Context, o Options) (_ *Report, err error) {
 // of the fleet (one 8-GPU pod per node, one pod of each at a time may be
 // disrupted), and in live mode the policy.
 func setupFleet(ctx context.Context, c client.Client, o Options) error {
-	if err := testenv.TrainingFleet(ctx, c, nodePrefix, o.Nodes, namespace, trainingAffinity(true), jobs...); err != nil {
+	if err := testenv.TrainingFleet(ctx, c, nodePrefix, o.Nodes, namespace, trainingAffinity(o.Mode == Live && !o.NoFeedback), jobs...); err != nil {
 		return err
 	}
 	if o.Inference {
@@ -146,6 +147,10 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 	var actions []gpuhealv1.ActionRule
 	if o.RebootNotReset {
 		actions = []gpuhealv1.ActionRule{{RecommendedAction: string(finding.ActionResetGPU), Action: gpuhealv1.ActionReboot}}
+	}
+	var lemon gpuhealv1.LemonSpec // the CRD's defaults: on
+	if o.NoFeedback {
+		lemon.Incidents = ptr.To[int32](0)
 	}
 	var gate *gpuhealv1.ValidationSpec
 	if o.Gate {
@@ -167,6 +172,7 @@ func setupFleet(ctx context.Context, c client.Client, o Options) error {
 			RecoveryHold: &metav1.Duration{Duration: p.recoveryHold},
 			Validation:   gate,
 			Actions:      actions,
+			Lemon:        lemon,
 		},
 	})
 }
