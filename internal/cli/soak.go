@@ -14,7 +14,8 @@ import (
 
 func newSoakCommand(out io.Writer) *cobra.Command {
 	o := soak.Options{Mode: soak.Live}
-	var compare, gateCompare, resetCompare, noChaos bool
+	var compare, gateCompare, resetCompare, noChaos, monthOnly bool
+	month := soak.DefaultMonth(schedule.DefaultHazard())
 	cmd := &cobra.Command{
 		Use:   "soak [--nodes 200] [--duration 1h] [--speed 1] [--compare | --gate-compare]",
 		Short: "Simulated fleet life under chaos; checks gpuheal's invariants",
@@ -26,9 +27,15 @@ the API server unresponsive, fails and throttles the provider, fills the audit
 disk and writes garbage into kernel logs. Then it checks and prints the
 invariants (docs/reliability.md) and exits 1 when one broke.
 
---compare runs the same fault schedule twice without chaos, once repaired by a
-simulated operator 15 minutes after each alert and once by gpuheal, and prints
-the two side by side.
+--compare runs the same fault schedule three times without chaos: repaired by
+a simulated operator 15 minutes after each alert, by gpuheal without its
+feedback loop (no lemon rule, no tier taint or affinity), and by gpuheal with
+it, and prints the three side by side. Then it runs the job model on the same
+fleet hazard, calibrated with the repair times the live arms measured: a
+month of training jobs at real failure rates in each arm, over --month-seeds
+seeds (job interruptions per 1,000 GPU-hours, jobs finished by their deadline,
+GPU-hours of lost work, cost). --month runs the model alone, without a
+cluster, in seconds.
 
 --gate-compare runs the same fault schedule twice with gpuheal and without
 chaos, without and with the health gate (the agent's checks and an NCCL
@@ -45,8 +52,12 @@ the GPU-hours out of service per incident both ways.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Chaos = !noChaos && !compare && !gateCompare && !resetCompare
-			if n := countTrue(compare, gateCompare, resetCompare); n > 1 {
-				return errors.New("--compare, --gate-compare and --reset-compare: choose one")
+			if n := countTrue(compare, gateCompare, resetCompare, monthOnly); n > 1 {
+				return errors.New("--compare, --gate-compare, --reset-compare and --month: choose one")
+			}
+			month.Hazard = o.Hazard
+			if monthOnly {
+				return printMonth(out, month)
 			}
 			o.Out, o.Log = out, logger()
 			if o.BinDir == "" {
@@ -78,27 +89,7 @@ the GPU-hours out of service per incident both ways.`,
 				}
 				return nil
 			}
-			manual := o
-			manual.Mode = soak.Manual
-			if manual.WorkDir != "" {
-				manual.WorkDir += "/manual"
-				o.WorkDir += "/live"
-			}
-			mrep, err := soak.Run(cmd.Context(), manual)
-			if err != nil {
-				return err
-			}
-			mrep.Print(out)
-			lrep, err := soak.Run(cmd.Context(), o)
-			if err != nil {
-				return err
-			}
-			lrep.Print(out)
-			soak.PrintComparison(out, mrep, lrep)
-			if lrep.Failed() {
-				return errors.New("soak: an invariant broke (see FAIL above)")
-			}
-			return nil
+			return runCompare(cmd, out, o, month)
 		},
 	}
 	f := cmd.Flags()
@@ -117,10 +108,52 @@ the GPU-hours out of service per incident both ways.`,
 	f.BoolVar(&resetCompare, "reset-compare", false, "run the schedule with gpuheal rebooting and resetting the GPU for faults a reset repairs, without chaos, and compare")
 	f.BoolVar(&o.RebootNotReset, "reboot-not-reset", false, "map the agent's advice reset-gpu to a reboot (the baseline of --reset-compare)")
 	f.BoolVar(&o.Inference, "inference", false, "run an inference service of one-GPU pods on every other node training leaves free")
-	f.BoolVar(&compare, "compare", false, "run the schedule with a manual operator and with gpuheal, without chaos, and compare")
+	f.BoolVar(&compare, "compare", false, "run the schedule with a manual operator, gpuheal without and with its feedback loop, without chaos, compare, then run the job model")
+	f.BoolVar(&monthOnly, "month", false, "run only the job model: a month of training jobs at real failure rates in each arm (no cluster)")
+	f.IntVar(&month.Seeds, "month-seeds", month.Seeds, "seeds of the job model, each a fleet of its own")
+	f.IntVar(&month.Model.Nodes, "month-nodes", month.Model.Nodes, "nodes of the job model's fleet")
+	f.Float64Var(&month.Model.Days, "month-days", month.Model.Days, "days of the job model")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control plane binaries (default: $GPUHEAL_BIN_DIR or <repo>/bin)")
 	f.StringVar(&o.WorkDir, "work-dir", "", "keep logs, audit logs and journals here (default: a temporary directory)")
 	return cmd
+}
+
+// runCompare runs one schedule with a manual operator, gpuheal without
+// and with its feedback loop, prints the three, then the job model
+// calibrated with the repair times they measured.
+func runCompare(cmd *cobra.Command, out io.Writer, o soak.Options, month soak.MonthOptions) error {
+	manual, plain, loop := o, o, o
+	manual.Mode, plain.NoFeedback = soak.Manual, true
+	if o.WorkDir != "" {
+		manual.WorkDir, plain.WorkDir, loop.WorkDir = o.WorkDir+"/manual", o.WorkDir+"/no-feedback", o.WorkDir+"/feedback"
+	}
+	var reps []*soak.Report
+	for _, run := range []soak.Options{manual, plain, loop} {
+		rep, err := soak.Run(cmd.Context(), run)
+		if err != nil {
+			return err
+		}
+		rep.Print(out)
+		reps = append(reps, rep)
+	}
+	soak.PrintComparison(out, reps...)
+	month.Calibrate(reps[0].MeanTimeToRecover(), reps[2].MeanTimeToRecover())
+	if err := printMonth(out, month); err != nil {
+		return err
+	}
+	if reps[1].Failed() || reps[2].Failed() {
+		return errors.New("soak: an invariant broke (see FAIL above)")
+	}
+	return nil
+}
+
+func printMonth(out io.Writer, month soak.MonthOptions) error {
+	rows, err := soak.Month(month)
+	if err != nil {
+		return err
+	}
+	soak.PrintMonth(out, month, rows)
+	return nil
 }
 
 // runResetCompare runs one schedule with gpuheal rebooting, then

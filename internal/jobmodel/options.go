@@ -31,14 +31,14 @@ import (
 type Arm string
 
 const (
-	// Manual: an operator notices a broken node OperatorDelay after it
+	// Manual is the operator's arm: an operator notices a broken node OperatorDelay after it
 	// broke and has it replaced; meanwhile it stays schedulable.
 	Manual Arm = "manual"
-	// NoFeedback: gpuheal cordons at once and reboots (escalating to a
+	// NoFeedback is gpuheal's arm without the loop: it cordons at once and reboots (escalating to a
 	// replacement after RebootsBeforeReplace reboots in a day); jobs are
 	// placed without regard to health.
 	NoFeedback Arm = "gpuheal"
-	// Feedback: gpuheal with the lemon rule, and jobs placed by the
+	// Feedback is gpuheal with the lemon rule, and jobs placed by the
 	// health score's tiers (critical jobs on gold or silver only, others
 	// preferring the healthier nodes, bronze last).
 	Feedback Arm = "gpuheal+feedback"
@@ -99,7 +99,7 @@ type JobMix struct {
 	CriticalShare float64
 }
 
-// Defaults: a 256-node fleet for 30 days. docs/reliability.md gives the
+// Defaults is a 256-node fleet for 30 days. docs/reliability.md gives the
 // source of each figure or calls it an assumption.
 func Defaults() Options {
 	return Options{

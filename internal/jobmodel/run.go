@@ -145,7 +145,7 @@ func (s *sim) faults(t time.Duration) {
 			n.noticedAt = t + s.o.Detect
 		}
 		if j := n.job; j != nil {
-			s.interrupt(j, t)
+			s.interrupt(j)
 		}
 	}
 }
@@ -153,7 +153,7 @@ func (s *sim) faults(t time.Duration) {
 // interrupt: one node of j broke. The work since the last checkpoint is
 // lost; the job hangs until its collective times out (or, under gpuheal,
 // until the node is cordoned and its pod evicted), then restarts.
-func (s *sim) interrupt(j *job, t time.Duration) {
+func (s *sim) interrupt(j *job) {
 	if j.hang > 0 {
 		return // already going down
 	}
@@ -351,7 +351,7 @@ func (s *sim) place(t time.Duration) {
 		// A node that broke unnoticed takes the job down at once.
 		for _, n := range pick {
 			if n.state == broken {
-				s.interrupt(j, t)
+				s.interrupt(j)
 				break
 			}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/history"
 	"github.com/gpuheal/gpuheal/internal/provider"
 	"github.com/gpuheal/gpuheal/internal/score"
 	"github.com/gpuheal/gpuheal/internal/score/tieraffinity"
@@ -71,10 +72,7 @@ func (s *scorePublisher) observe(r audit.Record) {
 // node (no GPU), and one per GPU the agent named. The node's score counts
 // only the first kind, so an incident naming two GPUs weighs once.
 func eventsOf(r audit.Record) []score.Event {
-	class := score.ClassFor(r.Action, r.Severity)
-	if r.Action == string(v1alpha1.ActionIgnore) {
-		class = score.ClassRestartApp
-	}
+	class := history.Class(&r)
 	out := []score.Event{{Time: r.Time, Class: class}}
 	for _, g := range r.GPUs {
 		out = append(out, score.Event{Time: r.Time, Class: class, GPU: g})

@@ -25,7 +25,7 @@ type LemonRule struct {
 	Window    time.Duration
 }
 
-// DefaultLemonRule: a third hardware incident within 30 days.
+// DefaultLemonRule retires a machine at its third hardware incident within 30 days.
 func DefaultLemonRule() LemonRule { return LemonRule{Incidents: 3, Window: 30 * 24 * time.Hour} }
 
 // Validate reports a rule that would retire every node or none.

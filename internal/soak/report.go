@@ -50,6 +50,10 @@ type Report struct {
 	Samples, Miss int
 	Gate          GateFigures
 	Reset         ResetFigures
+	// LemonsRetired: incidents the lemon rule turned into a replacement
+	// or quarantine.
+	LemonsRetired int
+	NoFeedback    bool
 }
 
 // Failed reports whether any invariant broke.
@@ -121,8 +125,12 @@ func (r *run) report(ctx context.Context, s *sampler, chaos *chaosMonkey, settle
 		return nil, err
 	}
 	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * r.opts.Speed) }
+	rep.NoFeedback = r.opts.NoFeedback
 	for _, rem := range rems.Items {
 		rep.Remediations[string(rem.Status.Phase)]++
+		if slices.ContainsFunc(rem.Status.Phases, func(p gpuhealv1.PhaseTransition) bool { return strings.Contains(p.Message, "lemon: ") }) {
+			rep.LemonsRetired++
+		}
 		if rem.Status.Phase == gpuhealv1.PhaseSucceeded && len(rem.Status.Phases) > 0 {
 			end := rem.Status.Phases[len(rem.Status.Phases)-1].Time.Time
 			rep.TimeToRecover = append(rep.TimeToRecover, scale(end.Sub(rem.Spec.Trigger.Since.Time)))
@@ -242,15 +250,43 @@ func (r *Report) Print(w io.Writer) {
 }
 
 // PrintComparison is the seed article's table: the same faults, repaired
-// by hand and by gpuheal.
-func PrintComparison(w io.Writer, manual, live *Report) {
-	fmt.Fprintf(w, "\nsame fault schedule (seed %d, %d nodes, %s of fleet life):\n", live.Seed, live.Nodes,
-		time.Duration(float64(live.Duration)*live.Speed).Round(time.Minute))
-	fmt.Fprintf(w, "  %-46s %18s %18s\n", "", "manual (15 min)", "gpuheal")
-	fmt.Fprintf(w, "  %-46s %18s %18s\n", "mean time to recover (slot back in service)", manual.MeanTimeToRecover().Round(time.Second), live.MeanTimeToRecover().Round(time.Second))
-	fmt.Fprintf(w, "  %-46s %18.1f %18.1f\n", "GPU-hours lost (unhealthy, cordoned or down)", manual.GPUHoursLost, live.GPUHoursLost)
-	fmt.Fprintf(w, "  %-46s %17.1f%% %17.1f%%\n", "workload pods no broken GPU hit", 100*manual.UninterruptedShare(), 100*live.UninterruptedShare())
-	fmt.Fprintf(w, "  %-46s %18s %18s\n", "cost of lost GPU-hours ($32.77/node-hour)", fmt.Sprintf("$%.0f", manual.LostCost()), fmt.Sprintf("$%.0f", live.LostCost()))
+// by hand, by gpuheal without its feedback loop and by gpuheal with it
+// (any of them may be nil, and is left out).
+func PrintComparison(w io.Writer, arms ...*Report) {
+	var reps []*Report
+	for _, r := range arms {
+		if r != nil {
+			reps = append(reps, r)
+		}
+	}
+	if len(reps) == 0 {
+		return
+	}
+	first := reps[0]
+	fmt.Fprintf(w, "\nsame fault schedule (seed %d, %d nodes, %s of fleet life):\n", first.Seed, first.Nodes,
+		time.Duration(float64(first.Duration)*first.Speed).Round(time.Minute))
+	row := func(name string, cell func(*Report) string) {
+		fmt.Fprintf(w, "  %-46s", name)
+		for _, r := range reps {
+			fmt.Fprintf(w, " %18s", cell(r))
+		}
+		fmt.Fprintln(w)
+	}
+	row("", func(r *Report) string {
+		switch {
+		case r.Mode == Manual:
+			return "manual (15 min)"
+		case r.NoFeedback:
+			return "gpuheal"
+		}
+		return "gpuheal+feedback"
+	})
+	row("faults injected (fatal)", func(r *Report) string { return fmt.Sprintf("%d (%d)", r.FaultsInjected, r.FatalInjected) })
+	row("mean time to recover (slot back in service)", func(r *Report) string { return r.MeanTimeToRecover().Round(time.Second).String() })
+	row("GPU-hours lost (unhealthy, cordoned or down)", func(r *Report) string { return fmt.Sprintf("%.1f", r.GPUHoursLost) })
+	row("workload pods no broken GPU hit", func(r *Report) string { return fmt.Sprintf("%.1f%%", 100*r.UninterruptedShare()) })
+	row("cost of lost GPU-hours ($32.77/node-hour)", func(r *Report) string { return fmt.Sprintf("$%.0f", r.LostCost()) })
+	row("lemons retired (replaced, not rebooted)", func(r *Report) string { return fmt.Sprint(r.LemonsRetired) })
 }
 
 func distribution(ds []time.Duration) string {
