@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuheal/gpuheal/internal/jobmodel"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
+	"github.com/gpuheal/gpuheal/internal/testenv"
 )
 
 // MonthOptions runs the job model (internal/jobmodel) on the soak's fleet
@@ -58,10 +59,7 @@ func Month(m MonthOptions) ([]MonthRow, error) {
 	for i, arm := range jobmodel.Arms {
 		rows[i].Arm = arm
 	}
-	slots := make([]string, m.Model.Nodes)
-	for i := range slots {
-		slots[i] = fmt.Sprintf("%s-%04d", nodePrefix, i)
-	}
+	slots := monthSlots(m.Model.Nodes)
 	for seed := int64(1); seed <= int64(m.Seeds); seed++ {
 		o := m.Model
 		o.Seed = seed
@@ -75,6 +73,16 @@ func Month(m MonthOptions) ([]MonthRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// monthSlots names the model's slots as the live soak names its nodes,
+// so that a seed draws the same boards in both.
+func monthSlots(n int) []string {
+	slots := make([]string, n)
+	for i := range slots {
+		slots[i] = testenv.NodeName(nodePrefix, i)
+	}
+	return slots
 }
 
 // boardRates gives the model the schedule's boards: a board's rate is the

@@ -1,0 +1,58 @@
+package soak
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuheal/gpuheal/internal/jobmodel"
+	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
+)
+
+// The model runs on the live soak's board draw: the lemons it finds are
+// the schedule's, and the table has every arm and every row.
+func TestMonthRunsTheScheduleBoards(t *testing.T) {
+	m := DefaultMonth(schedule.DefaultHazard())
+	m.Model.Nodes, m.Model.Days, m.Seeds = 64, 10, 2
+	m.Model.FailuresPerNodeHour *= 4
+	rows, err := Month(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 3 || len(rows[0].Runs) != 2 {
+		t.Fatalf("%d arms, %d runs", len(rows), len(rows[0].Runs))
+	}
+	lemons := 0
+	for _, b := range schedule.Boards(1, monthSlots(64), 1, 1, m.Hazard) {
+		if b.Lemon {
+			lemons++
+		}
+	}
+	if got := rows[0].Runs[0].LemonBoards; got < lemons {
+		t.Errorf("seed 1 installed %d lemon boards; the schedule's first boards hold %d", got, lemons)
+	}
+	var out bytes.Buffer
+	PrintMonth(&out, m, rows)
+	for _, want := range []string{"manual", "gpuheal+feedback", "job interruptions per 1,000 GPU-hours", "jobs finished by their deadline", "lemons retired"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// Calibration takes the live arms' repair times.
+func TestMonthCalibrate(t *testing.T) {
+	m := DefaultMonth(schedule.Hazard{})
+	m.Calibrate(16*time.Minute+38*time.Second, 86*time.Second)
+	if m.Model.OperatorDelay != 7*time.Minute || m.Model.Reboot != time.Minute {
+		t.Errorf("operator %s, reboot %s", m.Model.OperatorDelay, m.Model.Reboot)
+	}
+	m.Calibrate(0, 5*time.Minute)
+	if m.Model.OperatorDelay != 7*time.Minute || m.Model.Reboot != 4*time.Minute {
+		t.Errorf("after a gpuheal-only calibration: operator %s, reboot %s", m.Model.OperatorDelay, m.Model.Reboot)
+	}
+	if _, err := Month(MonthOptions{Model: jobmodel.Defaults()}); err == nil {
+		t.Error("0 seeds accepted")
+	}
+}
