@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/provider"
 )
@@ -214,7 +216,12 @@ func providerGone(repl string) provider.InstanceStatus {
 // the others.
 func TestOneFlappingNodeOpensNoCauseBreaker(t *testing.T) {
 	e := newClockEnv(t)
-	e.policy("fleet", func(s *v1alpha1.RemediationPolicySpec) { s.Escalation.RebootsBeforeReplace = 10 })
+	e.policy("fleet", func(s *v1alpha1.RemediationPolicySpec) {
+		// Neither the escalation nor the lemon rule may replace the
+		// flapper: the test needs its incidents.
+		s.Escalation.RebootsBeforeReplace = 10
+		s.Lemon.Incidents = ptr.To[int32](0)
+	})
 	nodes := e.addNodes("gpu", 10)
 	e.setDriver("580.65.06", nodes...)
 	flapper := nodes[0]
