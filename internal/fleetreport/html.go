@@ -17,10 +17,24 @@ func HTML(w io.Writer, r *Report) error {
 	if err := SVG(&svg, r); err != nil {
 		return err
 	}
-	return page.Execute(w, struct {
+	var b bytes.Buffer
+	err := page.Execute(&b, struct {
 		*Report
 		Chart template.HTML
 	}{r, template.HTML(svg.String())}) //nolint:gosec // SVG escapes every text it writes (TestOutputsEscapeRecords)
+	if err != nil {
+		return fmt.Errorf("writing the HTML report: %w", err)
+	}
+	// html/template leaves control characters in text, harmless to a
+	// browser but not to whoever opens the file in a terminal; the page's
+	// own markup has none.
+	_, err = w.Write(bytes.Map(func(c rune) rune {
+		if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
+			return '\uFFFD'
+		}
+		return c
+	}, b.Bytes()))
+	return err
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -29,6 +43,12 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 	"time":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 MST") },
 	"join":    func(s []string) string { return strings.Join(s, ", ") },
 	"section": section,
+	"num": func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", *v)
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>gpuheal fleet report</title>
@@ -58,7 +78,7 @@ MTBI {{dur .Fleet.MTBISeconds}}, MTTR {{dur .Fleet.MTTRSeconds}}, GPU-hours lost
 {{template "groups" (section "Zones" .Zones)}}
 <h2>Incidents</h2>
 {{if .Incidents}}<table><tr><th>detected</th><th>incident</th><th>node</th><th>machine</th><th>action</th><th>class</th><th>outcome</th><th>recovered in</th><th>GPU-hours</th><th>reason</th></tr>
-{{range .Incidents}}<tr><td>{{time .Detected}}</td><td>{{.ID}}</td><td>{{.Node}}</td><td>{{.Machine}}</td><td>{{.Action}}</td><td>{{.Class}}</td><td>{{or .Outcome "open"}}</td><td class="n">{{dur .RecoverSeconds}}</td><td class="n">{{with .GPUHoursLost}}{{printf "%.1f" .}}{{else}}-{{end}}</td><td>{{.Reason}}</td></tr>
+{{range .Incidents}}<tr><td>{{time .Detected}}</td><td>{{.ID}}</td><td>{{.Node}}</td><td>{{.Machine}}</td><td>{{.Action}}</td><td>{{.Class}}</td><td>{{or .Outcome "open"}}</td><td class="n">{{dur .RecoverSeconds}}</td><td class="n">{{num .GPUHoursLost}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>{{else}}<p>None.</p>{{end}}
 </body></html>
 {{define "groups"}}<h2>{{.Title}}</h2>

@@ -44,7 +44,7 @@ func perDayChart(b *bytes.Buffer, r *Report, top, bottom int) {
 		title += fmt.Sprintf(", %s to %s", r.PerDay[0].Day, r.PerDay[n-1].Day)
 	}
 	text(b, plotLeft, top-12, "start", "bold", title)
-	legend(b, plotRight-210, top-22, colHardware, "hardware (lemon rule counts)")
+	legend(b, plotRight-140, top-22, colHardware, "hardware")
 	legend(b, plotRight-60, top-22, colOther, "other")
 	maxN := 1
 	for _, d := range r.PerDay {
