@@ -220,7 +220,6 @@ func Hardware(c score.Class) bool { return c >= score.ClassResetGPU }
 func incidentsOf(recs []audit.Record, nodes map[string]NodeInfo, now time.Time, gpusPerNode int) []Incident {
 	type acc struct {
 		in             Incident
-		seen           bool
 		machine        string
 		decided        bool
 		wholeNodeDrain bool
@@ -335,7 +334,7 @@ const (
 // group sums ins, oldest first.
 func group(name string, by int, ins []Incident) Group {
 	g := Group{Name: name, Incidents: len(ins)}
-	var recover, lost float64
+	var recovering, lost float64
 	ended, known := 0, 0
 	nodes, machines := map[string]bool{}, map[string]bool{}
 	for i := range ins {
@@ -348,7 +347,7 @@ func group(name string, by int, ins []Incident) Group {
 			g.Open++
 		} else {
 			ended++
-			recover += *in.RecoverSeconds
+			recovering += *in.RecoverSeconds
 		}
 		if in.GPUHoursLost == nil {
 			g.GPUHoursUnknown++
@@ -362,7 +361,7 @@ func group(name string, by int, ins []Incident) Group {
 		g.MTBISeconds = &m
 	}
 	if ended > 0 {
-		m := recover / float64(ended)
+		m := recovering / float64(ended)
 		g.MTTRSeconds = &m
 	}
 	if known > 0 {
