@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -13,6 +15,13 @@ import (
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/fleetview"
 )
+
+// newFleetCommand is `gpuheal fleet`: the fleet as a whole, over time.
+func newFleetCommand(out io.Writer, k *cluster) *cobra.Command {
+	cmd := &cobra.Command{Use: "fleet", Short: "The fleet as a whole, over time: its reliability report"}
+	cmd.AddCommand(newFleetReportCommand(out, k))
+	return cmd
+}
 
 // readFleet reads the fleet view: the named nodes (all must exist), else
 // those the selector picks; their open incidents; the policies' breakers.

@@ -51,7 +51,7 @@ func newRoot(in io.Reader, out, errOut io.Writer, k *cluster) *cobra.Command {
 	k.addFlags(root.PersistentFlags())
 	root.AddCommand(newDevCommand(out), newDiagnoseCommand(in, out), newIncidentsCommand(out, k), newScoreCommand(out, k),
 		newAuditCommand(out, k), newStatusCommand(out, k), newDescribeCommand(out, k), newDemoCommand(out), newSoakCommand(out),
-		newModelCommand(out), newSimCommand(out), newUncordonCommand(out, k))
+		newModelCommand(out), newSimCommand(out), newUncordonCommand(out, k), newFleetCommand(out, k))
 	return root
 }
 
