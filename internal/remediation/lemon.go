@@ -27,6 +27,9 @@ type lemonHistory struct {
 	// from is how far back the store was read; zero: not yet.
 	from      time.Time
 	incidents []score.Incident
+	// seen: an incident decided again (a status write that conflicted,
+	// a restart before it) is one incident.
+	seen map[string]bool
 }
 
 // observe takes the controller's own records as they are written.
@@ -37,7 +40,13 @@ func (h *lemonHistory) observe(r audit.Record) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.incidents = append(h.incidents, in)
+	if h.seen == nil {
+		h.seen = map[string]bool{}
+	}
+	if !h.seen[in.ID] {
+		h.seen[in.ID] = true
+		h.incidents = append(h.incidents, in)
+	}
 }
 
 // since returns the incidents from a time on, reading the store first
@@ -53,19 +62,25 @@ func (h *lemonHistory) since(ctx context.Context, from time.Time) ([]score.Incid
 			readErr = fmt.Errorf("reading the incident history from the audit store: %w", err)
 		}
 		// The store holds what observe saw too: start again from it.
-		seen := map[string]bool{}
+		stored := map[string]bool{}
 		var merged []score.Incident
 		for _, in := range history.Incidents(recs) {
-			seen[in.ID] = true
-			merged = append(merged, in)
+			if !stored[in.ID] {
+				stored[in.ID] = true
+				merged = append(merged, in)
+			}
 		}
 		for _, in := range h.incidents {
-			if !seen[in.ID] {
+			if !stored[in.ID] {
 				merged = append(merged, in)
 			}
 		}
 		if err == nil {
 			h.incidents, h.from = merged, from
+			h.seen = make(map[string]bool, len(merged))
+			for _, in := range merged {
+				h.seen[in.ID] = true
+			}
 		}
 	}
 	out := make([]score.Incident, 0, len(h.incidents))

@@ -116,3 +116,25 @@ func decidedRecord(t *testing.T, e *clockEnv, incident string) audit.Record {
 	t.Fatalf("no Decided record for %s", incident)
 	return audit.Record{}
 }
+
+// An incident decided twice (a conflicting status write, a restart in
+// between) counts once, whether the history came from the store or from
+// this process.
+func TestLemonHistoryCountsAnIncidentOnce(t *testing.T) {
+	mem := audit.NewMemory()
+	h := &lemonHistory{store: mem}
+	r := audit.Record{Key: "a/Decided/0", Kind: audit.Decided, Incident: "a", Node: "n", Machine: "m", Action: "Reboot", Time: t0}
+	if err := mem.Write(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	h.observe(r)
+	h.observe(r)
+	got, err := h.since(t.Context(), t0.Add(-time.Hour))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("history %+v, %v: want incident a once", got, err)
+	}
+	h.observe(r)
+	if got, _ := h.since(t.Context(), t0.Add(-time.Hour)); len(got) != 1 {
+		t.Fatalf("after a third decision: %d incidents", len(got))
+	}
+}
