@@ -31,6 +31,9 @@ type Report struct {
 	Seed     int64
 
 	FaultsScheduled, FaultsInjected, FatalInjected, FaultsSkipped int
+	// FaultsOtherBoard were drawn for a board not in its slot at the
+	// time (one a repair had replaced, or one not yet installed).
+	FaultsOtherBoard int
 	Remediations                                                  map[string]int // by final phase
 	Outcomes                                                      map[string]int // per fatal fault
 	Chaos                                                         map[string]int
@@ -108,7 +111,11 @@ func (r *run) report(ctx context.Context, s *sampler, chaos *chaosMonkey, settle
 	}
 	for _, in := range injections {
 		if in.Skipped != "" {
-			rep.FaultsSkipped++
+			if strings.HasPrefix(in.Skipped, "the fault is for board ") {
+				rep.FaultsOtherBoard++
+			} else {
+				rep.FaultsSkipped++
+			}
 			continue
 		}
 		rep.FaultsInjected++
@@ -210,8 +217,8 @@ func writeFootprints(path string, fps map[int]*footprint) error {
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "gpuheal soak: %s, %d nodes, %s at speed %g (%s of fleet life), seed %d\n",
 		r.Mode, r.Nodes, r.Duration, r.Speed, time.Duration(float64(r.Duration)*r.Speed).Round(time.Minute), r.Seed)
-	fmt.Fprintf(w, "faults: %d scheduled, %d injected (%d fatal), %d skipped (slot down or already broken)\n",
-		r.FaultsScheduled, r.FaultsInjected, r.FatalInjected, r.FaultsSkipped)
+	fmt.Fprintf(w, "faults: %d scheduled, %d injected (%d fatal), %d skipped (slot down or already broken), %d for a board not in place\n",
+		r.FaultsScheduled, r.FaultsInjected, r.FatalInjected, r.FaultsSkipped, r.FaultsOtherBoard)
 	if len(r.Remediations) > 0 {
 		fmt.Fprintf(w, "remediations by outcome: %s; most in flight at once: %d\n", formatCounts(r.Remediations), r.MaxInFlight)
 	}
