@@ -34,7 +34,8 @@ import (
 // Run runs the sim fleet until ctx ends. Every node matching the selector
 // gets an agent, run with the options of tmpl and its own simulated GPUs
 // and kernel log; the fleet serves its own metrics at /metrics and each
-// node's at /nodes/NODE/metrics on tmpl.MetricsAddress.
+// node's at /nodes/NODE/metrics on tmpl.MetricsAddress, and takes faults
+// asked for at /nodes/NODE/faults (injectapi.go).
 func Run(ctx context.Context, o Options, tmpl agent.Options, log *slog.Logger) error {
 	// Loaded once for every agent, and a bad model file stops the fleet.
 	model, err := predictor.Load(tmpl.Predictor)
@@ -61,7 +62,7 @@ func Run(ctx context.Context, o Options, tmpl agent.Options, log *slog.Logger) e
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(f.registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/nodes/", f.serveNodeMetrics)
+	mux.HandleFunc("/nodes/", f.serveNode)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	srv, addr, err := agent.ServeHTTP(tmpl.MetricsAddress, mux)
 	if err != nil {

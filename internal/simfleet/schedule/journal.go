@@ -16,7 +16,7 @@ import (
 // Injection is one line of the fleet's injection journal: what was put
 // where, or why a scheduled fault was not.
 type Injection struct {
-	Index int       `json:"index"` // in the schedule; IndexDrawn or IndexSurfaced otherwise
+	Index int       `json:"index"` // in the schedule; IndexDrawn, IndexSurfaced or IndexRequested otherwise
 	Time  time.Time `json:"time"`
 	Node  string    `json:"node,omitempty"`
 	Slot  string    `json:"slot"`
@@ -32,8 +32,9 @@ type Injection struct {
 
 // Indexes of injections that are not in the schedule.
 const (
-	IndexDrawn    = -1 // drawn from the failure mix at random
-	IndexSurfaced = -2 // a planted latent fault that surfaced under workload
+	IndexDrawn     = -1 // drawn from the failure mix at random
+	IndexSurfaced  = -2 // a planted latent fault that surfaced under workload
+	IndexRequested = -3 // asked for over the fleet's HTTP API (the demo's repeat offender)
 )
 
 // ClassSurfaced is the class journaled when a latent fault surfaces: a
