@@ -69,6 +69,11 @@ Node gpu-node-0002 is an on-premises HGX node on InfiniBand whose rail-3
 cable flaps: the agent counts the port's link_downed, the network condition
 goes False, and the node is replaced (a reboot would keep the bad cable).
 
+One more node, a lemon, gets a GPU that falls off the bus each time it is
+back in service. The first fault is cured by a reboot; at the second the
+policy's lemon rule (2 hardware incidents of one machine within 720h; the
+default is 3) replaces the node instead of rebooting it again.
+
 --speed scales the pace: faults per minute, boot times and how long a
 condition must hold before a repair all scale by it.`,
 		Args: cobra.NoArgs,
@@ -102,6 +107,7 @@ type demoPace struct {
 	rebootDelay     time.Duration
 	bootDelay       time.Duration
 	agentChecks     time.Duration // how often an agent rewrites its checks report
+	lemonWait       time.Duration // how long the lemon node may take to come back
 }
 
 func paceFor(nodes int, speed float64) demoPace {
@@ -117,6 +123,7 @@ func paceFor(nodes int, speed float64) demoPace {
 		rebootDelay:     max(scale(30*time.Second), time.Second),
 		bootDelay:       max(scale(90*time.Second), time.Second),
 		agentChecks:     max(scale(10*time.Second), time.Second),
+		lemonWait:       max(scale(15*time.Minute), 3*time.Minute),
 	}
 }
 
@@ -191,15 +198,19 @@ gpuheal demo: %d GPU nodes, %.1f faults/min, repair after %s, reboot %s, boot %s
   status page    http://%s/status/
   controller     http://%s/metrics   (audit: gpuheal incidents --controller-url http://%s)
   agents         http://%s/metrics   (one node: http://%s/nodes/%s/metrics)
+  lemon          %s gets a GPU fault each time it is back in service; the policy
+                 retires a machine at its %s hardware incident within %s (the default: 3rd)
   logs           %s
   try            gpuheal status --kubeconfig %s --watch
 Ctrl-C stops everything.
 
 `, o.nodes, pace.faultsPerMinute, pace.holdFor, pace.rebootDelay, pace.bootDelay, env.Kubeconfig,
 		o.metricsAddr, o.metricsAddr, o.metricsAddr, o.agentAddr, o.agentAddr, testenv.NodeName(demoNodePrefix, 0),
-		workDir, env.Kubeconfig)
+		planted.lemon, ordinal(demoLemonIncidents), shortDuration(demoLemonWindow.String()), workDir, env.Kubeconfig)
 
-	view := newDemoView(env.Client, out, time.Now())
+	now := time.Now()
+	view := newDemoView(env.Client, out, now)
+	view.lemon = newLemonPlanter(planted.lemon, o.agentAddr, now, pace.lemonWait)
 	return view.run(ctx, running.exited)
 }
 
@@ -221,8 +232,9 @@ const (
 
 // demoPlanted are the nodes of the planted faults that depend on where
 // the scheduler put the training jobs: the inference service's node (its
-// GPU is reset) and the on-premises node whose cable flaps.
-type demoPlanted struct{ reset, fabric string }
+// GPU is reset), the on-premises node whose cable flaps, and the lemon, a
+// node none of the others is, which fails each time it is back.
+type demoPlanted struct{ reset, fabric, lemon string }
 
 // seedDemoCluster creates the fleet, two training jobs that fill most of
 // it (one pod per node, 8 GPUs each, one pod at a time may be disrupted),
@@ -243,6 +255,7 @@ func seedDemoCluster(ctx context.Context, c client.Client, nodes int, pace demoP
 		// A small fleet left only it free: the next node is on-premises.
 		planted.fabric = testenv.NodeName(demoNodePrefix, 3)
 	}
+	planted.lemon = lemonDemoNode(nodes, planted)
 	if err := onPremises(ctx, c, planted.fabric); err != nil {
 		return demoPlanted{}, err
 	}
@@ -274,6 +287,27 @@ func freeDemoNode(ctx context.Context, c client.Client, nodes int) (string, erro
 	return free[0], nil
 }
 
+// lemonDemoNode is the last node that has no other planted fault; --nodes
+// is at least 4, so one is left.
+func lemonDemoNode(nodes int, planted demoPlanted) string {
+	for i := nodes - 1; i >= 0; i-- {
+		if name := testenv.NodeName(demoNodePrefix, i); !slices.Contains([]string{demoLatentSlot, planted.fabric, planted.reset}, name) {
+			return name
+		}
+	}
+	return ""
+}
+
+func ordinal(n int) string {
+	switch n {
+	case 2:
+		return "2nd"
+	case 3:
+		return "3rd"
+	}
+	return strconv.Itoa(n) + "th"
+}
+
 // demoRemediationPolicy is live (not dry run): the demo is there to show
 // repairs. 10% at a time, so that drains of both jobs meet their PDBs.
 func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
@@ -298,6 +332,10 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 			// The health gate: a repaired node proves its GPUs under load
 			// before it takes work again (docs/health-gate.md).
 			Validation: testenv.HealthGate(),
+			// The repeat offender is retired at its second incident,
+			// so the demo shows it within minutes (lemonPlanter).
+			Lemon: gpuhealv1.LemonSpec{Incidents: demoLemonIncidents, Window: &metav1.Duration{Duration: demoLemonWindow},
+				Action: gpuhealv1.LemonReplace},
 		},
 	}
 }

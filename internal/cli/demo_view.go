@@ -33,13 +33,17 @@ type demoView struct {
 	failed    int
 	breaker   map[string]bool
 	summaryAt time.Time
+	// lemon plants the repeat offender's faults (nil: none); lemons are
+	// the incidents whose lemon line is printed.
+	lemon  *lemonPlanter
+	lemons map[string]bool
 }
 
 const demoSummaryEvery = 15 * time.Second
 
 func newDemoView(c client.Client, out io.Writer, start time.Time) *demoView {
 	return &demoView{c: c, out: out, start: start, color: isTerminal(out),
-		printed: map[string]int{}, checks: map[string]int{}, resets: map[string]int{}, problems: map[string]string{}, breaker: map[string]bool{}, summaryAt: start}
+		printed: map[string]int{}, checks: map[string]int{}, resets: map[string]int{}, problems: map[string]string{}, breaker: map[string]bool{}, lemons: map[string]bool{}, summaryAt: start}
 }
 
 // run polls until ctx ends, or returns an error when a demo process died.
@@ -74,9 +78,19 @@ func (v *demoView) poll(ctx context.Context, now time.Time) error {
 	if err := v.c.List(ctx, &policies); err != nil {
 		return err
 	}
+	var events corev1.EventList
+	if err := v.c.List(ctx, &events, client.MatchingFields{"reason": gpuhealv1.EventReasonLemon}); err != nil {
+		return err
+	}
 	fleet := fleetview.Build(nodes.Items, rems.Items)
 	v.detections(now, fleet.Nodes)
 	v.incidents(rems.Items)
+	v.lemonLines(now, rems.Items, events.Items)
+	if v.lemon != nil {
+		if what := v.lemon.step(ctx, now, fleet.Nodes); what != "" {
+			v.line(now, "\x1b[33m", v.lemon.node, what)
+		}
+	}
 	for _, p := range policies.Items {
 		if open := p.Status.BreakerOpen; open != v.breaker[p.Name] {
 			v.breaker[p.Name] = open
@@ -136,6 +150,24 @@ func (v *demoView) incidents(rems []gpuhealv1.NodeRemediation) {
 		slices.SortStableFunc(lines, func(a, b viewLine) int { return a.at.Compare(b.at) })
 		for _, l := range lines {
 			v.line(l.at, l.color, l.subject, l.what)
+		}
+	}
+}
+
+// lemonLines prints each incident the lemon rule decided, once its node's
+// fate is known: the machine, the incidents that made it a lemon, and its
+// replacement.
+func (v *demoView) lemonLines(now time.Time, rems []gpuhealv1.NodeRemediation, events []corev1.Event) {
+	notes := lemonEvents(events)
+	for i := range rems {
+		r := &rems[i]
+		note, ok := notes[r.Name]
+		if !ok || v.lemons[r.Name] {
+			continue
+		}
+		if outcome := lemonOutcome(r); outcome != "" {
+			v.lemons[r.Name] = true
+			v.line(now, "\x1b[35m", r.Spec.NodeName, describeLemonRetired(note, v.start, outcome))
 		}
 	}
 }

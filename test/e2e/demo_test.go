@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,7 +24,8 @@ import (
 // the health gate catches the node with the planted latent fault; the
 // inference node's double-bit error is repaired by resetting its GPU alone;
 // a flapping InfiniBand link takes its node out and it is replaced;
-// the status page answers; Ctrl-C stops everything and leaves no process
+// the lemon, a node that fails each time it is back, is rebooted once and
+// retired at its second incident by the lemon rule; the status page answers; Ctrl-C stops everything and leaves no process
 // behind.
 func TestDemo(t *testing.T) {
 	t.Parallel()
@@ -80,6 +82,17 @@ func TestDemo(t *testing.T) {
 		return flappedAndReplaced(out.String()) != ""
 	})
 	t.Logf("flapping link: node %s replaced", flappedAndReplaced(out.String()))
+	// The lemon: its first fault is rebooted away, its second (the demo
+	// policy's lemon.incidents) retires it, and the line names the node
+	// and both incidents.
+	testproc.EventuallyTrue(t, 3*time.Minute, "the lemon node is rebooted once, then retired by the lemon rule", func() bool {
+		return lemonRetired(out.String()) != ""
+	})
+	lemon := lemonRetired(out.String())
+	t.Logf("lemon: %s", lemon)
+	if f := strings.Fields(lemon); slices.Contains([]string{"gpu-node-0001", flappedAndReplaced(out.String()), resetNode(out.String())}, f[2]) {
+		t.Errorf("the lemon is a node of another planted fault: %s", lemon)
+	}
 	node := resetNode(out.String())
 	for _, l := range strings.Split(out.String(), "\n") {
 		if f := strings.Fields(l); len(f) > 3 && f[2] == node && strings.HasPrefix(f[3], "cordoned") {
@@ -122,6 +135,32 @@ func flappedAndReplaced(out string) string {
 			flapped[node] = true
 		case strings.HasPrefix(what, "RECOVERED in ") && strings.Contains(what, "(replace, replaced by "+node+"-") && flapped[node]:
 			return node
+		}
+	}
+	return ""
+}
+
+// lemonRetired is the demo's line of a node that got two planted faults,
+// recovered from the first by a reboot, and was retired by the lemon rule
+// with both incidents named and a replacement; or "".
+func lemonRetired(out string) string {
+	planted, rebooted := map[string]int{}, map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			continue
+		}
+		node, what := f[2], strings.Join(f[3:], " ")
+		switch {
+		case strings.HasPrefix(what, "planted faulty-gpu on GPU 5, hardware incident "):
+			planted[node]++
+		case strings.HasPrefix(what, "RECOVERED in ") && strings.Contains(what, "(reboot)") && planted[node] == 1:
+			rebooted[node] = true
+		case strings.HasPrefix(what, "LEMON RETIRED (machine aws:///") && planted[node] == 2 && rebooted[node] &&
+			strings.Contains(what, "): 2 hardware incidents in 720h, the rule's limit 2: "+node+"-") &&
+			strings.Count(what, "(reboot)") == 2 &&
+			strings.Contains(what, "; replaced by "+node+"-r"):
+			return l
 		}
 	}
 	return ""
