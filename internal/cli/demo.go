@@ -308,11 +308,14 @@ func ordinal(n int) string {
 	return strconv.Itoa(n) + "th"
 }
 
+// demoMaxUnhealthyPercent is the demo policy's maxUnhealthy.
+const demoMaxUnhealthyPercent = 20
+
 // demoRemediationPolicy is live (not dry run): the demo is there to show
 // repairs. 10% at a time, so that drains of both jobs meet their PDBs.
 func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 	parallel := intstr.FromString("10%")
-	twenty := intstr.FromString("20%")
+	twenty := intstr.FromString(strconv.Itoa(demoMaxUnhealthyPercent) + "%")
 	timeout := metav1.Duration{Duration: 5 * time.Minute}
 	hold := metav1.Duration{Duration: pace.holdFor}
 	return &gpuhealv1.RemediationPolicy{
@@ -368,9 +371,12 @@ func writeDemoSchedule(path string, planted demoPlanted) error {
 		{At: 5 * time.Second, Slot: planted.reset, Class: "hbm3-dbe", GPU: demoResetGPU},
 		// After the reset has ended at every --speed up to 8, so that a
 		// small demo's breaker (20% of 8 nodes is one) does not hold it.
-		{At: 15 * time.Second, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
+		{At: demoLatentAt, Slot: demoLatentSlot, Class: "faulty-gpu", GPU: 3},
 	})
 }
+
+// demoLatentAt is when the latent node's GPU falls off the bus.
+const demoLatentAt = 15 * time.Second
 
 func formatRate(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) }
 

@@ -33,12 +33,21 @@ const (
 // demoLemonWindow is the policy's lemon window, the API's default.
 const demoLemonWindow = 720 * time.Hour
 
+// demoLemonFrom: the lemon's first fault comes after the scheduled ones
+// have surfaced (the last, the latent node's, at demoLatentAt).
+const demoLemonFrom = demoLatentAt + 5*time.Second
+
 // lemonPlanter plants the repeat offender's faults from the demo view's
 // poll: the next one only once the node is back in service (healthy,
 // schedulable, no open incident), so that it opens a new incident rather
-// than joining the last one.
+// than joining the last one; and only after the scheduled planted faults
+// and while one more node out of service leaves the breaker closed. A
+// small fleet's breaker (20% of 8 nodes is one) would otherwise hold two
+// nodes in Pending with none in repair to bring the count down: every
+// repair would stop.
 type lemonPlanter struct {
 	node    string
+	from    time.Time // not before the scheduled faults have surfaced
 	planted int
 	// wait is how long the node may take to come back; past deadline the
 	// planter gives up.
@@ -51,7 +60,7 @@ type lemonPlanter struct {
 }
 
 func newLemonPlanter(node, agentAddr string, now time.Time, wait time.Duration) *lemonPlanter {
-	return &lemonPlanter{node: node, wait: wait, deadline: now.Add(wait),
+	return &lemonPlanter{node: node, from: now.Add(demoLemonFrom), wait: wait, deadline: now.Add(demoLemonFrom + wait),
 		inject: func(ctx context.Context) error {
 			return injectSimFault(ctx, agentAddr, node, demoLemonClass, demoLemonGPU)
 		}}
@@ -79,7 +88,7 @@ func (p *lemonPlanter) step(ctx context.Context, now time.Time, rows []fleetview
 		p.done = true // replaced: the lemon line says by what
 		return ""
 	}
-	if row == nil || !row.State.InService() || row.Incident != "" || row.Unschedulable {
+	if row == nil || !inService(row) || now.Before(p.from) || !breakerRoom(rows) {
 		if now.After(p.deadline) {
 			p.done = true
 			return fmt.Sprintf("not back in service %s after its last fault; planting no more faults on it", p.wait)
@@ -99,6 +108,22 @@ func (p *lemonPlanter) step(ctx context.Context, now time.Time, rows []fleetview
 	p.deadline = now.Add(p.wait)
 	p.done = p.planted >= demoLemonIncidents
 	return fmt.Sprintf("planted %s on GPU %d, hardware incident %d of %d that the lemon rule counts", demoLemonClass, demoLemonGPU, p.planted, demoLemonIncidents)
+}
+
+func inService(r *fleetview.Row) bool {
+	return r.State.InService() && r.Incident == "" && !r.Unschedulable
+}
+
+// breakerRoom: one more node out of service keeps the demo policy's
+// breaker closed.
+func breakerRoom(rows []fleetview.Row) bool {
+	out := 0
+	for i := range rows {
+		if !inService(&rows[i]) {
+			out++
+		}
+	}
+	return out+1 <= len(rows)*demoMaxUnhealthyPercent/100
 }
 
 func isNotNow(err error) bool { return errors.As(err, new(errNotNow)) }

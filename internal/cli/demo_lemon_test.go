@@ -40,9 +40,19 @@ func TestLemonPlanterWaitsForTheNodeToComeBack(t *testing.T) {
 		calls++
 		return nil
 	}}
-	up := []fleetview.Row{{Name: "n7", State: fleetview.StateHealthy}}
-	inRepair := []fleetview.Row{{Name: "n7", State: fleetview.StateRemediating, Incident: "n7-a"}}
+	var others []fleetview.Row
+	for _, name := range []string{"n0", "n1", "n2", "n3"} {
+		others = append(others, fleetview.Row{Name: name, State: fleetview.StateHealthy})
+	}
+	up := append([]fleetview.Row{{Name: "n7", State: fleetview.StateHealthy}}, others...)
+	inRepair := append([]fleetview.Row{{Name: "n7", State: fleetview.StateRemediating, Incident: "n7-a"}}, others...)
+	// Another node out of service: one more would open the breaker (20%
+	// of 5 nodes is one).
+	busyFleet := append([]fleetview.Row{{Name: "n7", State: fleetview.StateHealthy}, {Name: "n0", State: fleetview.StateUnhealthy}}, others[1:]...)
 	ctx := context.Background()
+	if what := p.step(ctx, t0, busyFleet); what != "" || calls != 0 {
+		t.Fatalf("with no room under the breaker: %q, %d calls", what, calls)
+	}
 	if what := p.step(ctx, t0, up); !strings.Contains(what, "incident 1 of 2") || calls != 1 {
 		t.Fatalf("first step: %q, %d calls", what, calls)
 	}
