@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
@@ -337,7 +338,7 @@ func demoRemediationPolicy(pace demoPace) *gpuhealv1.RemediationPolicy {
 			Validation: testenv.HealthGate(),
 			// The repeat offender is retired at its second incident,
 			// so the demo shows it within minutes (lemonPlanter).
-			Lemon: gpuhealv1.LemonSpec{Incidents: demoLemonIncidents, Window: &metav1.Duration{Duration: demoLemonWindow},
+			Lemon: gpuhealv1.LemonSpec{Incidents: ptr.To[int32](demoLemonIncidents), Window: &metav1.Duration{Duration: demoLemonWindow},
 				Action: gpuhealv1.LemonReplace},
 		},
 	}
