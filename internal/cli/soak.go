@@ -31,9 +31,8 @@ invariants (docs/reliability.md) and exits 1 when one broke.
 a simulated operator 15 minutes after each alert, by gpuheal without its
 feedback loop (no lemon rule, no tier taint or affinity), and by gpuheal with
 it, and prints the three side by side. Then it runs the job model on the same
-fleet hazard, calibrated with the repair times the live arms measured: a
-month of training jobs at real failure rates in each arm, over --month-seeds
-seeds (job interruptions per 1,000 GPU-hours, jobs finished by their deadline,
+fleet hazard: a month of training jobs at real failure rates in each arm,
+over --month-seeds seeds (job interruptions per 1,000 GPU-hours, jobs finished by their deadline,
 GPU-hours of lost work, cost). --month runs the model alone, without a
 cluster, in seconds.
 
@@ -119,8 +118,9 @@ the GPU-hours out of service per incident both ways.`,
 }
 
 // runCompare runs one schedule with a manual operator, gpuheal without
-// and with its feedback loop, prints the three, then the job model
-// calibrated with the repair times they measured.
+// and with its feedback loop, prints the three, then the job model. The
+// model keeps its own repair times: the live arms' come from the soak's
+// simulated boot and reboot delays, not from machines.
 func runCompare(cmd *cobra.Command, out io.Writer, o soak.Options, month soak.MonthOptions) error {
 	manual, plain, loop := o, o, o
 	manual.Mode, plain.NoFeedback = soak.Manual, true
@@ -137,7 +137,6 @@ func runCompare(cmd *cobra.Command, out io.Writer, o soak.Options, month soak.Mo
 		reps = append(reps, rep)
 	}
 	soak.PrintComparison(out, reps...)
-	month.Calibrate(reps[0].MeanTimeToRecover(), reps[2].MeanTimeToRecover())
 	if err := printMonth(out, month); err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"time"
 
 	"github.com/gpuheal/gpuheal/internal/jobmodel"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
@@ -25,19 +24,6 @@ type MonthOptions struct {
 // DefaultMonth is the job model's defaults over three seeds.
 func DefaultMonth(h schedule.Hazard) MonthOptions {
 	return MonthOptions{Model: jobmodel.Defaults(), Seeds: 3, Hazard: h}
-}
-
-// Calibrate takes the repair times the live arms measured (mean time to
-// recover of their slots, real time): the operator's arm's is its delay
-// and a replacement, gpuheal's its detection and reboot. A zero time
-// leaves the model's default.
-func (m *MonthOptions) Calibrate(manual, gpuheal time.Duration) {
-	if manual > m.Model.Replace {
-		m.Model.OperatorDelay = (manual - m.Model.Replace).Round(time.Minute)
-	}
-	if gpuheal > 0 {
-		m.Model.Reboot = max(time.Minute, (gpuheal - m.Model.Detect).Round(time.Minute))
-	}
 }
 
 // MonthRow is one arm over every seed.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gpuheal/gpuheal/internal/jobmodel"
 	"github.com/gpuheal/gpuheal/internal/simfleet/schedule"
@@ -41,17 +40,8 @@ func TestMonthRunsTheScheduleBoards(t *testing.T) {
 	}
 }
 
-// Calibration takes the live arms' repair times.
-func TestMonthCalibrate(t *testing.T) {
-	m := DefaultMonth(schedule.Hazard{})
-	m.Calibrate(16*time.Minute+38*time.Second, 86*time.Second)
-	if m.Model.OperatorDelay != 7*time.Minute || m.Model.Reboot != time.Minute {
-		t.Errorf("operator %s, reboot %s", m.Model.OperatorDelay, m.Model.Reboot)
-	}
-	m.Calibrate(0, 5*time.Minute)
-	if m.Model.OperatorDelay != 7*time.Minute || m.Model.Reboot != 4*time.Minute {
-		t.Errorf("after a gpuheal-only calibration: operator %s, reboot %s", m.Model.OperatorDelay, m.Model.Reboot)
-	}
+// Zero seeds is an error, not an empty table.
+func TestMonthWantsASeed(t *testing.T) {
 	if _, err := Month(MonthOptions{Model: jobmodel.Defaults()}); err == nil {
 		t.Error("0 seeds accepted")
 	}

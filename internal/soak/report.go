@@ -34,14 +34,14 @@ type Report struct {
 	// FaultsOtherBoard were drawn for a board not in its slot at the
 	// time (one a repair had replaced, or one not yet installed).
 	FaultsOtherBoard int
-	Remediations                                                  map[string]int // by final phase
-	Outcomes                                                      map[string]int // per fatal fault
-	Chaos                                                         map[string]int
-	CrashRestarts                                                 map[string]int // exits on their own, restarted
-	APIOutage                                                     time.Duration
-	ChaosEvents                                                   []string
-	Settled                                                       bool
-	Invariants                                                    []Invariant
+	Remediations     map[string]int // by final phase
+	Outcomes         map[string]int // per fatal fault
+	Chaos            map[string]int
+	CrashRestarts    map[string]int // exits on their own, restarted
+	APIOutage        time.Duration
+	ChaosEvents      []string
+	Settled          bool
+	Invariants       []Invariant
 
 	// Times are real time (scaled back by Speed).
 	TimeToRecover []time.Duration // per completed incident, detection to healthy
