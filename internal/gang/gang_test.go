@@ -359,7 +359,7 @@ func TestAbsentCRDs(t *testing.T) {
 	q := pod("ml", "q", "n2", p.Labels, p.Annotations)
 	e := newEnv(t, nil, Options{}, p, q)
 	var buf bytes.Buffer
-	ctx := logr.NewContext(context.Background(), funcr.New(func(prefix, args string) {
+	ctx := logr.NewContext(context.Background(), funcr.New(func(_, args string) {
 		buf.WriteString(args + "\n")
 	}, funcr.Options{}))
 	for range 3 {
