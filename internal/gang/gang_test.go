@@ -156,7 +156,7 @@ func TestJobSet(t *testing.T) {
 	e := newEnv(t, allAPIs(), Options{}, append(objects(append(pods, done, stale, other)...),
 		workload("ml", "jobset-train-1a2b3", owner, nil))...)
 
-	got := gangs(t, e, pods[0], pods[1])
+	got := gangs(t, e, pods[0], pods[1], stale)
 	want := &Gang{Kind: KindJobSet, Namespace: "ml", Name: "train",
 		Members: keys("ml", "train-w-0", "train-w-1", "train-w-2", "train-w-3"),
 		Nodes:   []string{"gpu-0", "gpu-1", "gpu-2", "gpu-3"},
@@ -167,8 +167,14 @@ func TestJobSet(t *testing.T) {
 	if got[pods[0].UID] != got[pods[1].UID] {
 		t.Error("two pods of one JobSet got two Gang values")
 	}
-	if e.lists["PodList"] != 1 {
-		t.Errorf("listed pods %d times for one gang, want 1", e.lists["PodList"])
+	// A pod of an older JobSet of the same name, still terminating, is a
+	// gang of its own.
+	wantStale := &Gang{Kind: KindJobSet, Namespace: "ml", Name: "train", Members: keys("ml", "train-w-stale"), Nodes: []string{"gpu-9"}}
+	if diff := cmp.Diff(wantStale, got[stale.UID]); diff != "" {
+		t.Errorf("gang of the older JobSet's pod (-want +got):\n%s", diff)
+	}
+	if e.lists["PodList"] != 2 {
+		t.Errorf("listed pods %d times for two gangs, want 2", e.lists["PodList"])
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -52,8 +53,12 @@ type candidate struct {
 	owners []types.UID
 }
 
+// key tells gangs apart within a call: by identity, and by selector too, so
+// that a JobSet and an older one of the same name whose pods still
+// terminate on the node are two gangs.
 func (c candidate) key() string {
-	return c.gang.Kind + "\x00" + c.gang.Namespace + "\x00" + c.gang.Name + "\x00" + c.gang.Group
+	return strings.Join([]string{c.gang.Kind, c.gang.Namespace, c.gang.Name, c.gang.Group,
+		labels.SelectorFromSet(labels.Set(c.selector)).String()}, "\x00")
 }
 
 // gangOf returns the gang of p, or nil. The rules are tried from the most
