@@ -169,8 +169,7 @@ spec: {minMember: 1}
 		{jobPods[0], &gang.Gang{Kind: gang.KindIndexedJob, Namespace: "ml", Name: "pretrain",
 			Members: names(jobPods), Nodes: nodes(3, 4, 5, 6),
 			Kueue: &types.NamespacedName{Namespace: "ml", Name: "job-pretrain-0a1b2"}}},
-		{lwsPods[2], &gang.Gang{Kind: gang.KindLeaderWorkerSet, Namespace: "ml", Name: "serve", Group: "0",
-			Members: names(lwsPods[:4]), Nodes: nodes(0, 1)}},
+		// Group 1 only: group 0 runs on gpu-node-0 and -1.
 		{lwsPods[5], &gang.Gang{Kind: gang.KindLeaderWorkerSet, Namespace: "ml", Name: "serve", Group: "1",
 			Members: names(lwsPods[4:]), Nodes: nodes(2, 3)}},
 		{sweep[0], &gang.Gang{Kind: gang.KindKueuePodGroup, Namespace: "ml", Name: "sweep",
