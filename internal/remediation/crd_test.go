@@ -5,13 +5,17 @@ package remediation
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"k8s.io/utils/ptr"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
+	"github.com/gpuheal/gpuheal/internal/score/tieraffinity/tieraffinitytest"
 	"github.com/gpuheal/gpuheal/internal/testenv"
 	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
@@ -74,5 +78,36 @@ func TestCRDSchemaDefaultsAndValidation(t *testing.T) {
 	nr.Spec.NodeName = "other"
 	if err := c.Update(t.Context(), nr); err == nil || !strings.Contains(err.Error(), "nodeName is immutable") {
 		t.Errorf("changing nodeName: error %v, want immutable", err)
+	}
+}
+
+// The lemon rule's policy in docs/health-score.md is one the real API
+// server takes, with the values the page says.
+func TestDocLemonPolicyIsAccepted(t *testing.T) {
+	t.Parallel()
+	env := testcluster.Start(t, testenv.Options{Scheme: testScheme(t)})
+	blocks, err := tieraffinitytest.DocBlocks(testcluster.RepoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *v1alpha1.RemediationPolicy
+	for _, b := range blocks {
+		var p v1alpha1.RemediationPolicy
+		if yaml.Unmarshal(b, &p) == nil && p.Kind == "RemediationPolicy" {
+			if err := yaml.UnmarshalStrict(b, &p); err != nil {
+				t.Fatalf("the page's policy: %v", err)
+			}
+			found = &p
+		}
+	}
+	if found == nil {
+		t.Fatal("no RemediationPolicy on the page")
+	}
+	if err := env.Client.Create(t.Context(), found); err != nil {
+		t.Fatalf("the API server refused the page's policy: %v", err)
+	}
+	l := found.Spec.Lemon
+	if l.Incidents == nil || *l.Incidents != 3 || l.Window.Duration != 720*time.Hour || l.Action != v1alpha1.LemonReplace {
+		t.Errorf("the page's lemon rule %+v", l)
 	}
 }

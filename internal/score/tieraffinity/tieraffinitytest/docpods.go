@@ -26,16 +26,27 @@ const (
 const DocFile = "docs/health-score.md"
 
 // DocPods returns every Pod in a ```yaml block of the page under root, by
-// name. A block that is not a Pod, or has a field a Pod lacks, is an error:
-// the page must not show YAML the API server would not take.
+// name. A Pod block with a field a Pod lacks, or without a name, is an
+// error: the page must not show YAML the API server would not take.
+// Blocks of other kinds (the lemon rule's RemediationPolicy) are for
+// DocBlocks' other readers.
 func DocPods(root string) (map[string]*corev1.Pod, error) {
 	path := filepath.Join(root, DocFile)
-	doc, err := os.ReadFile(path)
+	blocks, err := DocBlocks(root)
 	if err != nil {
 		return nil, err
 	}
 	pods := map[string]*corev1.Pod{}
-	for i, block := range yamlBlocks(doc) {
+	for i, block := range blocks {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(block, &meta); err != nil {
+			return nil, fmt.Errorf("%s: yaml block %d: %w", path, i+1, err)
+		}
+		if meta.Kind != "Pod" {
+			continue
+		}
 		var p corev1.Pod
 		if err := yaml.UnmarshalStrict(block, &p); err != nil {
 			return nil, fmt.Errorf("%s: yaml block %d: %w", path, i+1, err)
@@ -49,6 +60,15 @@ func DocPods(root string) (map[string]*corev1.Pod, error) {
 		pods[p.Name] = &p
 	}
 	return pods, nil
+}
+
+// DocBlocks are the page's fenced ```yaml blocks, in order.
+func DocBlocks(root string) ([][]byte, error) {
+	doc, err := os.ReadFile(filepath.Join(root, DocFile))
+	if err != nil {
+		return nil, err
+	}
+	return yamlBlocks(doc), nil
 }
 
 // yamlBlocks are the contents of the page's fenced ```yaml blocks.
