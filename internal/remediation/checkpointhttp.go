@@ -158,4 +158,3 @@ func podIPs(p *corev1.Pod) []string {
 	}
 	return ips
 }
-

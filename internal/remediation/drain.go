@@ -25,10 +25,10 @@ const podNodeField = "spec.nodeName"
 type drainPlan struct {
 	evict       []*corev1.Pod // still to evict
 	leavingPods []*corev1.Pod // already terminating
-	blocked  []string      // pods the policy forbids evicting (emptyDir)
-	skipped  int           // DaemonSet and mirror pods, left in place
-	self     bool          // gpuheal's own pods are on the node, left in place
-	finished int           // Succeeded or Failed pods, nothing to move
+	blocked     []string      // pods the policy forbids evicting (emptyDir)
+	skipped     int           // DaemonSet and mirror pods, left in place
+	self        bool          // gpuheal's own pods are on the node, left in place
+	finished    int           // Succeeded or Failed pods, nothing to move
 	// finishedPods are the finished pods' namespace/name: a pod the
 	// drain waited on that exited.
 	finishedPods map[string]bool

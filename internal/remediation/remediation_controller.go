@@ -82,8 +82,8 @@ func newRemediationReconciler(c client.Client, reader client.Reader, recorder ev
 		client: c, reader: reader, recorder: cleanEvents{recorder}, clock: o.Clock,
 		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self, retention: o.IncidentRetention, checks: o.Checks,
 		devicePlugins: o.DevicePlugins, checkpoints: o.CheckpointPoster,
-		fleet:         &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
-		causeOpened:   map[string]v1alpha1.CauseBreaker{},
+		fleet:       &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
+		causeOpened: map[string]v1alpha1.CauseBreaker{},
 	}
 }
 
