@@ -123,7 +123,7 @@ func (r *remediationReconciler) cordoned(ctx context.Context, in *incident) (ctr
 	if done, res, err := r.cancelIfMoot(ctx, in); done {
 		return res, err
 	}
-	if err := r.setPhase(ctx, in, v1alpha1.PhaseDraining, v1alpha1.ReasonDraining, "evicting pods through the Eviction API"); err != nil {
+	if err := r.setPhase(ctx, in, v1alpha1.PhaseDraining, v1alpha1.ReasonDraining, "evicting pods through the Eviction API"+drainModesNote(in)); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.draining(ctx, in)
@@ -143,6 +143,9 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 		return ctrl.Result{}, err
 	}
 	if plan.done() {
+		// The last pods waited on exited or went: their waits end with
+		// the drain, written by the phase change below.
+		r.closeVanishedWaits(ctx, in, &plan, r.clock.Now(), &modePass{})
 		msg := fmt.Sprintf("%d pods evicted; %d DaemonSet or mirror pods left in place", len(in.nr.Status.EvictedPods), plan.skipped)
 		if plan.self {
 			msg += "; gpuheal's own pods left in place"
@@ -161,10 +164,6 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 		return ctrl.Result{}, err
 	}
 	changed := pass.changed
-	if pass.note != "" && !strings.Contains(in.nr.Status.Message, pass.note) {
-		in.nr.Status.Message = truncate(in.nr.Status.Message+"; "+pass.note, 1024)
-		changed = true
-	}
 	d := in.policy.Spec.Drain
 	// The drain timeout counts from the end of the last workload wait: a
 	// checkpoint the policy waits for is not a pod stuck behind a PDB.
@@ -189,6 +188,8 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 				rec.Message = fmt.Sprintf("deleted without the Eviction API after the drain timeout %s (onTimeout: ForceDelete)", d.Timeout.Duration)
 			} else if w := findWait(in.nr, key); w != nil {
 				rec.Message = fmt.Sprintf("evicted under drain mode %s (%s)", w.Mode, w.Outcome)
+			} else if note := pass.notes[key]; note != "" {
+				rec.Message = note
 			}
 			r.audit.write(ctx, rec)
 		case apierrors.IsNotFound(err):

@@ -29,8 +29,8 @@ type modePass struct {
 	// timeoutFrom is when the drain timeout starts counting: the drain's
 	// start, or the end of its last wait.
 	timeoutFrom time.Time
-	// note says, in the incident's message, why no mode was honoured.
-	note string
+	// notes say, per pod, why its mode was not honoured (audit).
+	notes map[string]string
 }
 
 // applyDrainModes sorts the plan's pods by the policy's drain modes. Its
@@ -40,7 +40,7 @@ type modePass struct {
 func (r *remediationReconciler) applyDrainModes(ctx context.Context, in *incident, plan *drainPlan) (modePass, error) {
 	start := enteredAt(in.nr, v1alpha1.PhaseDraining)
 	now := r.clock.Now()
-	pass := modePass{timeoutFrom: start}
+	pass := modePass{timeoutFrom: start, notes: map[string]string{}}
 	sev := incidentSeverity(in.nr.Spec.Trigger)
 	r.closeVanishedWaits(ctx, in, plan, now, &pass)
 	for _, pod := range plan.evict {
@@ -49,13 +49,13 @@ func (r *remediationReconciler) applyDrainModes(ctx context.Context, in *inciden
 			pass.evict = append(pass.evict, pod)
 			continue
 		}
+		key := pod.Namespace + "/" + pod.Name
 		if sev == severityGone {
-			pass.note = fmt.Sprintf("the GPU is gone (%s): drain modes are not honoured, every pod is evicted at once", in.nr.Spec.Trigger.Reason)
+			pass.notes[key] = fmt.Sprintf("drain mode %s not honoured: the GPU is gone (%s), evicted at once", rule.Mode, in.nr.Spec.Trigger.Reason)
 			pass.evict = append(pass.evict, pod)
 			continue
 		}
 		wait := sev.bound(rule.configuredWait())
-		key := pod.Namespace + "/" + pod.Name
 		switch rule.Mode {
 		case v1alpha1.DrainAllowCompletion:
 			w := r.ensureWait(in, key, rule.Mode, start, start.Add(wait), &pass)
@@ -266,4 +266,21 @@ func (r *remediationReconciler) closeVanishedWaits(ctx context.Context, in *inci
 // waitSummary is the incident's message while the drain waits on pods.
 func waitSummary(waiting []string) string {
 	return fmt.Sprintf("waiting on %d pods under their drain modes: %s", len(waiting), strings.Join(firstN(waiting, 5), ", "))
+}
+
+// drainModesNote is what the Draining phase's message says of the drain
+// modes, when the policy has any: how the fault's severity bounds them.
+func drainModesNote(in *incident) string {
+	if len(in.policy.workloads) == 0 {
+		return ""
+	}
+	t := in.nr.Spec.Trigger
+	switch incidentSeverity(t) {
+	case severityGone:
+		return fmt.Sprintf("; the GPU is gone (%s): drain modes are not honoured, every pod is evicted at once", t.Reason)
+	case severityFatal:
+		return fmt.Sprintf("; fatal fault (%s): drain modes wait at most %s", t.Reason, FatalWaitBound)
+	default:
+		return fmt.Sprintf("; warning-level fault (%s): drain modes wait their full time", t.Reason)
+	}
 }
