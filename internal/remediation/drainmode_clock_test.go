@@ -97,7 +97,6 @@ func (e *modeEnv) open(sev string) time.Time {
 	return start
 }
 
-
 // trainer runs train/trainer-0 on the node, with the pod IP 10.1.2.3.
 func (e *modeEnv) trainer(annotations map[string]string) {
 	e.t.Helper()
