@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 
 	"github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
+	"github.com/gpuheal/gpuheal/internal/testenv"
+	"github.com/gpuheal/gpuheal/internal/testenv/testcluster"
 )
 
 // TestCheckpointThenEvictOnTheAPIServer: a training pod under
@@ -135,5 +138,41 @@ func TestCheckpointThenEvictOnTheAPIServer(t *testing.T) {
 	}
 	if kinds[audit.CheckpointRequested] != 1 || kinds[audit.WorkloadWaited] != 1 || kinds[audit.EvictionBlocked] < 1 || kinds[audit.Evicted] != 1 {
 		t.Errorf("audit records of trainer-0 %v: want a request, the wait, a refusal and the eviction", kinds)
+	}
+}
+
+// TestCRDValidationDrainWorkloads: the shipped CRD's CEL rules refuse a
+// workload entry that selects nothing or lacks its mode's duration, and a
+// duration that is not positive.
+func TestCRDValidationDrainWorkloads(t *testing.T) {
+	t.Parallel()
+	env := testcluster.Start(t, testenv.Options{Scheme: testScheme(t)})
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "trainer"}}
+	hour := &metav1.Duration{Duration: time.Hour}
+	pol := func(name string, w v1alpha1.WorkloadDrain) *v1alpha1.RemediationPolicy {
+		return &v1alpha1.RemediationPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.RemediationPolicySpec{Drain: v1alpha1.DrainSpec{Workloads: []v1alpha1.WorkloadDrain{w}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		w    v1alpha1.WorkloadDrain
+		says string // "" : accepted
+	}{
+		{"good", v1alpha1.WorkloadDrain{Namespaces: []string{"train"}, Selector: sel, Mode: v1alpha1.DrainCheckpointThenEvict, Grace: hour}, ""},
+		{"immediate", v1alpha1.WorkloadDrain{Namespaces: []string{"web"}, Mode: v1alpha1.DrainImmediate}, ""},
+		{"no-pods", v1alpha1.WorkloadDrain{Mode: v1alpha1.DrainImmediate}, "set namespaces, selector or both"},
+		{"no-maxwait", v1alpha1.WorkloadDrain{Selector: sel, Mode: v1alpha1.DrainAllowCompletion}, "AllowCompletion needs maxWait"},
+		{"no-grace", v1alpha1.WorkloadDrain{Selector: sel, Mode: v1alpha1.DrainCheckpointThenEvict}, "CheckpointThenEvict needs grace"},
+		{"no-timeout", v1alpha1.WorkloadDrain{Selector: sel, Mode: v1alpha1.DrainDeleteAfterTimeout}, "DeleteAfterTimeout needs timeout"},
+		{"zero-grace", v1alpha1.WorkloadDrain{Selector: sel, Mode: v1alpha1.DrainCheckpointThenEvict, Grace: &metav1.Duration{}}, "must be a positive duration"},
+		{"bad-mode", v1alpha1.WorkloadDrain{Selector: sel, Mode: "Later"}, "spec.drain.workloads[0].mode"},
+	} {
+		err := env.Client.Create(t.Context(), pol(tc.name, tc.w))
+		if tc.says == "" && err != nil {
+			t.Errorf("%s: refused: %v", tc.name, err)
+		}
+		if tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says)) {
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.says)
+		}
 	}
 }
