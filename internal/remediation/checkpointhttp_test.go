@@ -67,7 +67,7 @@ func TestCheckpointDialerRefusesSpecialAddresses(t *testing.T) {
 func TestCheckpointPosterPostsJSONInTheBackground(t *testing.T) {
 	got := make(chan CheckpointRequest, 1)
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		var req CheckpointRequest
 		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || json.NewDecoder(r.Body).Decode(&req) != nil {
 			t.Errorf("%s %s: not a JSON POST", r.Method, r.Header.Get("Content-Type"))
