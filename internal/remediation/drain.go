@@ -154,6 +154,9 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 			msg = fmt.Sprintf("%d pods holding %s evicted; %d other pods left running, the node schedulable",
 				len(in.nr.Status.EvictedPods), gpuNames(in.nr.Status.GPUReset.GPUs), plan.others)
 		}
+		if s := waitsSummary(in.nr.Status.WorkloadWaits); s != "" {
+			msg += "; " + s
+		}
 		if err := r.setPhase(ctx, in, v1alpha1.PhaseDrained, v1alpha1.ReasonDrained, msg); err != nil {
 			return ctrl.Result{}, err
 		}

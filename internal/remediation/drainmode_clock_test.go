@@ -59,6 +59,12 @@ const (
 
 func newModeEnv(t *testing.T, w v1alpha1.WorkloadDrain, funcs ...interceptor.Funcs) *modeEnv {
 	t.Helper()
+	return newModeEnvWith(t, w, nil, funcs...)
+}
+
+// newModeEnvWith is newModeEnv with edit applied to the policy too.
+func newModeEnvWith(t *testing.T, w v1alpha1.WorkloadDrain, edit func(*v1alpha1.RemediationPolicySpec), funcs ...interceptor.Funcs) *modeEnv {
+	t.Helper()
 	e := &modeEnv{clockEnv: newClockEnv(t, funcs...), poster: &fakePoster{}}
 	e.opts.CheckpointPoster = e.poster
 	e.restart()
@@ -69,6 +75,9 @@ func newModeEnv(t *testing.T, w v1alpha1.WorkloadDrain, funcs ...interceptor.Fun
 		}
 		s.Actions = []v1alpha1.ActionRule{{ConditionType: v1alpha1.ConditionGPUFailurePredicted, Action: v1alpha1.ActionCordonOnly}}
 		s.Drain.Workloads = []v1alpha1.WorkloadDrain{w}
+		if edit != nil {
+			edit(s)
+		}
 	})
 	e.node = e.addNodes("gpu", 1)[0]
 	return e
@@ -255,6 +264,47 @@ func TestAllowCompletionEndsWhenThePodFinishes(t *testing.T) {
 	}
 	if len(nr.Status.EvictedPods) != 0 {
 		t.Errorf("evicted %v, want nothing: the pod finished", nr.Status.EvictedPods)
+	}
+}
+
+// TestDrainTimeoutCountsFromTheLastWait: a pod a PDB holds is not
+// force-deleted at the drain timeout while another pod's wait runs: the
+// timeout counts from the end of the last wait. The Drained message says
+// how the waits ended.
+func TestDrainTimeoutCountsFromTheLastWait(t *testing.T) {
+	e := newModeEnvWith(t, v1alpha1.WorkloadDrain{Namespaces: trainNS, Mode: v1alpha1.DrainAllowCompletion, MaxWait: dur(time.Hour)},
+		func(s *v1alpha1.RemediationPolicySpec) { s.Drain.OnTimeout = v1alpha1.DrainForceDelete }, pdbRefuses("default/web-0"))
+	e.trainer(nil)
+	e.runPod("default", "web-0", e.node, nil)
+	start := e.open(openWarning)
+	e.clock.SetTime(start.Add(30 * time.Minute))
+	e.settle()
+	if _, ok := e.pod("default", "web-0"); !ok {
+		t.Fatal("web-0 force-deleted at the drain timeout while trainer-0's wait ran")
+	}
+	e.clock.SetTime(start.Add(time.Hour + time.Second)) // trainer-0's wait is over: evicted
+	e.settle()
+	if _, ok := e.pod("train", "trainer-0"); ok {
+		t.Fatal("trainer-0 still there past its maxWait")
+	}
+	e.clock.SetTime(start.Add(time.Hour + 10*time.Minute)) // the drain timeout from the wait's end: not past it
+	e.settle()
+	if _, ok := e.pod("default", "web-0"); !ok {
+		t.Fatal("web-0 force-deleted before the drain timeout after the wait")
+	}
+	e.step(e.opts.Poll)
+	if _, ok := e.pod("default", "web-0"); ok {
+		t.Fatal("web-0 still there past the drain timeout after the wait")
+	}
+	nr := e.only(e.node)
+	drained := ""
+	for _, p := range nr.Status.Phases {
+		if p.Phase == v1alpha1.PhaseDrained {
+			drained = p.Message
+		}
+	}
+	if !strings.Contains(drained, "waited on 1 pods under their drain modes (WaitTimedOut 1)") {
+		t.Errorf("Drained message %q, want the waits' summary", drained)
 	}
 }
 

@@ -284,3 +284,28 @@ func drainModesNote(in *incident) string {
 		return fmt.Sprintf("; warning-level fault (%s): drain modes wait their full time", t.Reason)
 	}
 }
+
+// waitsSummary is how the drain's waits ended, for the Drained message:
+// "waited on 2 pods under their drain modes (CheckpointDone 1, Exited 1)".
+func waitsSummary(ws []v1alpha1.WorkloadWait) string {
+	if len(ws) == 0 {
+		return ""
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, w := range ws {
+		o := w.Outcome
+		if o == "" {
+			o = "waiting"
+		}
+		if counts[o] == 0 {
+			order = append(order, o)
+		}
+		counts[o]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, o := range order {
+		parts = append(parts, fmt.Sprintf("%s %d", o, counts[o]))
+	}
+	return fmt.Sprintf("waited on %d pods under their drain modes (%s)", len(ws), strings.Join(parts, ", "))
+}
