@@ -497,3 +497,22 @@ func TestIncidentSeverity(t *testing.T) {
 		t.Error("the documented bounds changed: update docs/remediation.md")
 	}
 }
+
+// TestCheckpointRequestWrittenBeforeACrashIsAdopted: a controller that
+// patched the pod and died before recording the wait is followed by one
+// that takes the pod's request as its own instead of asking again.
+func TestCheckpointRequestWrittenBeforeACrashIsAdopted(t *testing.T) {
+	e := newModeEnv(t, v1alpha1.WorkloadDrain{Namespaces: trainNS, Mode: v1alpha1.DrainCheckpointThenEvict, Grace: dur(time.Hour)})
+	asked := t0.Add(2 * time.Minute) // when the drain starts
+	e.trainer(map[string]string{v1alpha1.AnnotationCheckpointRequestedAt: asked.Format(time.RFC3339)})
+	start := e.open(openFatal)
+	if !start.Equal(asked) {
+		t.Fatalf("drain started at %v, the test wants %v", start, asked)
+	}
+	if recs := e.auditOf(audit.CheckpointRequested); len(recs) != 0 || len(e.poster.all()) != 0 {
+		t.Errorf("asked again: %d records, %d posts", len(recs), len(e.poster.all()))
+	}
+	if w := e.wait("train/trainer-0"); !w.Since.Time.Equal(asked) || !w.Deadline.Time.Equal(asked.Add(FatalWaitBound)) {
+		t.Errorf("wait %+v, want since %v until %v", w, asked, asked.Add(FatalWaitBound))
+	}
+}
