@@ -116,6 +116,27 @@ type ProviderRequest struct {
 	Error string `json:"error,omitempty"`
 }
 
+// WorkloadWait is one pod the drain waits on before it evicts it.
+type WorkloadWait struct {
+	// Pod is namespace/name.
+	Pod string `json:"pod"`
+	// Mode of the policy's entry that matched the pod.
+	Mode DrainMode `json:"mode"`
+	// Since is when the wait began: the drain's start, or the checkpoint
+	// request.
+	Since metav1.Time `json:"since"`
+	// Deadline is when the wait ends at the latest, the fault's severity
+	// bound applied.
+	Deadline metav1.Time `json:"deadline"`
+	// Outcome is empty while waiting; then CheckpointDone, Exited, Gone,
+	// WaitTimedOut or Deleted.
+	// +optional
+	Outcome string `json:"outcome,omitempty"`
+	// EndedAt is when the outcome was seen.
+	// +optional
+	EndedAt *metav1.Time `json:"endedAt,omitempty"`
+}
+
 // NodeRemediationStatus is the incident's state machine. Each step is
 // recorded here before the next one starts, so a new controller resumes
 // where the last one stopped.
@@ -157,6 +178,12 @@ type NodeRemediationStatus struct {
 	// +listType=atomic
 	// +optional
 	Validation []CheckResult `json:"validation,omitempty"`
+	// WorkloadWaits are the pods the drain waited on (or asked to
+	// checkpoint) under the policy's drain.workloads, at most 256.
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	WorkloadWaits []WorkloadWait `json:"workloadWaits,omitempty"`
 	// GPUReset is the incident's single-GPU reset: the request and the
 	// agent's answer (action ResetGPU).
 	// +optional

@@ -126,6 +126,79 @@ type DrainSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	// Workloads choose how each workload's pods leave; the first entry
+	// that matches a pod wins, and a pod no entry matches is evicted at
+	// once (Immediate). The fault's severity bounds every wait: a GPU that
+	// is gone (Xid 79, a missing GPU) waits for nothing, another fatal
+	// fault at most 5m, a warning or a predicted failure the full time
+	// (docs/remediation.md, "Drain modes"). The drain timeout counts from
+	// the end of the last wait.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Workloads []WorkloadDrain `json:"workloads,omitempty"`
+}
+
+// DrainMode is how the pods of one workload leave a node.
+// +kubebuilder:validation:Enum=Immediate;AllowCompletion;CheckpointThenEvict;DeleteAfterTimeout
+type DrainMode string
+
+// Drain modes.
+const (
+	// DrainImmediate evicts at once: the default.
+	DrainImmediate DrainMode = "Immediate"
+	// DrainAllowCompletion lets the pod run to its end, up to MaxWait
+	// from the drain's start, then evicts it.
+	DrainAllowCompletion DrainMode = "AllowCompletion"
+	// DrainCheckpointThenEvict asks the pod to checkpoint (annotations, an
+	// Event, an optional HTTP POST), waits up to Grace for it to set
+	// AnnotationCheckpointDone or to exit, then evicts it.
+	DrainCheckpointThenEvict DrainMode = "CheckpointThenEvict"
+	// DrainDeleteAfterTimeout evicts at once and deletes the pod (without
+	// the Eviction API) when it is still there Timeout after the drain's
+	// start.
+	DrainDeleteAfterTimeout DrainMode = "DeleteAfterTimeout"
+)
+
+// WorkloadDrain picks pods by namespace and/or label and says how they
+// leave. A pod matches when it is in one of Namespaces (if set) and
+// matches Selector (if set).
+// +kubebuilder:validation:XValidation:rule="has(self.namespaces) || has(self.selector)",message="set namespaces, selector or both"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'AllowCompletion' || has(self.maxWait)",message="AllowCompletion needs maxWait"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'CheckpointThenEvict' || has(self.grace)",message="CheckpointThenEvict needs grace"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'DeleteAfterTimeout' || has(self.timeout)",message="DeleteAfterTimeout needs timeout"
+type WorkloadDrain struct {
+	// Namespaces the pods are in.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Selector on the pods' labels.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Mode: Immediate, AllowCompletion, CheckpointThenEvict or
+	// DeleteAfterTimeout.
+	Mode DrainMode `json:"mode"`
+	// MaxWait (AllowCompletion): how long a pod may run on, from the
+	// drain's start.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 2h"
+	// +optional
+	MaxWait *metav1.Duration `json:"maxWait,omitempty"`
+	// Grace (CheckpointThenEvict): how long the pod has to checkpoint,
+	// from the request.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 10m"
+	// +optional
+	Grace *metav1.Duration `json:"grace,omitempty"`
+	// Timeout (DeleteAfterTimeout): how long after the drain's start a
+	// pod still on the node is deleted.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 15m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // CorrelatedFaults is the breaker for a fault many nodes share. Incidents

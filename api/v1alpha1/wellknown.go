@@ -103,6 +103,44 @@ const (
 	AnnotationKwokScaleInProtected = "gpuheal.io/kwok-scale-in-protected"
 )
 
+// The checkpoint handshake of drain mode CheckpointThenEvict
+// (docs/remediation.md, "Drain modes"): the controller writes the request
+// on each pod it waits on; the workload answers on its own pod.
+const (
+	// AnnotationCheckpointRequestedAt (controller, on a pod) is when the
+	// checkpoint was asked for (RFC 3339).
+	AnnotationCheckpointRequestedAt = "gpuheal.io/checkpoint-requested-at"
+	// AnnotationCheckpointDeadline (controller, on a pod) is when the pod
+	// is evicted at the latest (RFC 3339).
+	AnnotationCheckpointDeadline = "gpuheal.io/checkpoint-deadline"
+	// AnnotationCheckpointReason (controller, on a pod) says why: the
+	// incident, its node and the fault.
+	AnnotationCheckpointReason = "gpuheal.io/checkpoint-reason"
+	// AnnotationCheckpointDone (workload, on its pod) is when its
+	// checkpoint was saved (RFC 3339); one not after the request is stale.
+	AnnotationCheckpointDone = "gpuheal.io/checkpoint-done"
+	// AnnotationCheckpointURL (workload, on its pod) is where the
+	// controller also POSTs the request as JSON: http:// to the pod's own
+	// IP or a Service of the pod's namespace (<svc>.<ns>.svc), nothing else.
+	AnnotationCheckpointURL = "gpuheal.io/checkpoint-url"
+	// EventReasonCheckpointRequested: the Normal Event on the pod.
+	EventReasonCheckpointRequested = "CheckpointRequested"
+	// ReasonWorkloadWait: DrainBlocked's reason while the drain waits on
+	// pods under their drain mode.
+	ReasonWorkloadWait = "WorkloadWait"
+	// Outcomes of a WorkloadWait.
+	WaitCheckpointDone = "CheckpointDone"
+	WaitExited         = "Exited"
+	WaitGone           = "Gone"
+	WaitTimedOut       = "WaitTimedOut"
+	WaitDeleted        = "Deleted"
+	// Condition reasons that say the GPU is gone: nothing can be waited
+	// for (the agent's default rules: Xid 79, fallen off the bus, and a
+	// GPU missing from the driver).
+	ReasonNvidiaXID79      = "NvidiaXID79Error"
+	ReasonNvidiaGPUMissing = "NvidiaGPUMissing"
+)
+
 // The single-GPU reset (api/v1alpha1/gpureset_types.go).
 const (
 	// AnnotationGPUFaults (agent) is JSON of GPUFaultReport: the node's

@@ -30,6 +30,12 @@ const (
 	// PartialDrain (only the pods holding the faulty GPUs) or
 	// WholeNodeDrain, Message says why.
 	DrainScoped Kind = "DrainScoped"
+	// CheckpointRequested: a pod (Pod) was asked to checkpoint before its
+	// eviction (drain mode CheckpointThenEvict); Message has the deadline.
+	CheckpointRequested Kind = "CheckpointRequested"
+	// WorkloadWaited: the drain's wait on a pod ended; Reason is the
+	// outcome (CheckpointDone, Exited, Gone, WaitTimedOut), Duration the wait.
+	WorkloadWaited Kind = "WorkloadWaited"
 	// Drained: no evictable pod is left; Duration is the drain's.
 	Drained Kind = "Drained"
 	// ActionRequested: the provider accepted a reboot or replace
@@ -64,7 +70,7 @@ const (
 )
 
 // Kinds lists every Kind this version knows, in the order of an incident.
-var Kinds = []Kind{Detected, Decided, DryRun, Held, DrainScoped, Cordoned, Evicted, EvictionBlocked, Drained,
+var Kinds = []Kind{Detected, Decided, DryRun, Held, DrainScoped, Cordoned, CheckpointRequested, WorkloadWaited, Evicted, EvictionBlocked, Drained,
 	ResetRequested, ResetFinished, ActionRequested, ProviderError, Escalated, CheckFinished, Recovered, Uncordoned, Succeeded, Failed, Cancelled}
 
 // Severities used by the controller; Severity is free text for others.

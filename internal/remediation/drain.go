@@ -23,12 +23,15 @@ const podNodeField = "spec.nodeName"
 
 // drainPlan sorts a node's pods.
 type drainPlan struct {
-	evict    []*corev1.Pod // still to evict
-	leaving  int           // already terminating
-	blocked  []string      // pods the policy forbids evicting (emptyDir)
-	skipped  int           // DaemonSet and mirror pods, left in place
-	self     bool          // gpuheal's own pods are on the node, left in place
-	finished int           // Succeeded or Failed pods, nothing to move
+	evict       []*corev1.Pod // still to evict
+	leavingPods []*corev1.Pod // already terminating
+	blocked     []string      // pods the policy forbids evicting (emptyDir)
+	skipped     int           // DaemonSet and mirror pods, left in place
+	self        bool          // gpuheal's own pods are on the node, left in place
+	finished    int           // Succeeded or Failed pods, nothing to move
+	// finishedPods are the finished pods' namespace/name: a pod the
+	// drain waited on that exited.
+	finishedPods map[string]bool
 	// A partial drain (a GPU reset) evicts only the pods holding the
 	// faulty GPUs: others counts the node's other pods, left running;
 	// notHere the pods the agent listed that are not on the node.
@@ -36,14 +39,16 @@ type drainPlan struct {
 	notHere []string
 }
 
-func (p drainPlan) done() bool { return len(p.evict) == 0 && p.leaving == 0 && len(p.blocked) == 0 }
+func (p drainPlan) done() bool {
+	return len(p.evict) == 0 && len(p.leavingPods) == 0 && len(p.blocked) == 0
+}
 
 func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (drainPlan, error) {
 	var pods corev1.PodList
 	if err := r.reader.List(ctx, &pods, client.MatchingFields{podNodeField: in.nr.Spec.NodeName}); err != nil {
 		return drainPlan{}, fmt.Errorf("listing pods of node %s: %w", in.nr.Spec.NodeName, err)
 	}
-	var plan drainPlan
+	plan := drainPlan{finishedPods: map[string]bool{}}
 	var only map[string]bool // nil: every pod of the node
 	if partialDrain(in) && in.node != nil {
 		only = resetPods(in)
@@ -68,8 +73,9 @@ func (r *remediationReconciler) planDrain(ctx context.Context, in *incident) (dr
 			plan.self = true
 		case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 			plan.finished++
+			plan.finishedPods[key] = true
 		case pod.DeletionTimestamp != nil:
-			plan.leaving++
+			plan.leavingPods = append(plan.leavingPods, pod)
 		case !allowEmptyDir && hasEmptyDir(pod):
 			plan.blocked = append(plan.blocked, key+" (emptyDir)")
 		default:
@@ -117,7 +123,7 @@ func (r *remediationReconciler) cordoned(ctx context.Context, in *incident) (ctr
 	if done, res, err := r.cancelIfMoot(ctx, in); done {
 		return res, err
 	}
-	if err := r.setPhase(ctx, in, v1alpha1.PhaseDraining, v1alpha1.ReasonDraining, "evicting pods through the Eviction API"); err != nil {
+	if err := r.setPhase(ctx, in, v1alpha1.PhaseDraining, v1alpha1.ReasonDraining, "evicting pods through the Eviction API"+drainModesNote(in)); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.draining(ctx, in)
@@ -137,6 +143,9 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 		return ctrl.Result{}, err
 	}
 	if plan.done() {
+		// The last pods waited on exited or went: their waits end with
+		// the drain, written by the phase change below.
+		r.closeVanishedWaits(ctx, in, &plan, r.clock.Now(), &modePass{})
 		msg := fmt.Sprintf("%d pods evicted; %d DaemonSet or mirror pods left in place", len(in.nr.Status.EvictedPods), plan.skipped)
 		if plan.self {
 			msg += "; gpuheal's own pods left in place"
@@ -145,21 +154,30 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 			msg = fmt.Sprintf("%d pods holding %s evicted; %d other pods left running, the node schedulable",
 				len(in.nr.Status.EvictedPods), gpuNames(in.nr.Status.GPUReset.GPUs), plan.others)
 		}
+		if s := waitsSummary(in.nr.Status.WorkloadWaits); s != "" {
+			msg += "; " + s
+		}
 		if err := r.setPhase(ctx, in, v1alpha1.PhaseDrained, v1alpha1.ReasonDrained, msg); err != nil {
 			return ctrl.Result{}, err
 		}
 		return r.drained(ctx, in)
 	}
+	pass, err := r.applyDrainModes(ctx, in, &plan)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	changed := pass.changed
 	d := in.policy.Spec.Drain
-	overdue := r.clock.Since(enteredAt(in.nr, v1alpha1.PhaseDraining)) > d.Timeout.Duration
+	// The drain timeout counts from the end of the last workload wait: a
+	// checkpoint the policy waits for is not a pod stuck behind a PDB.
+	overdue := r.clock.Since(pass.timeoutFrom) > d.Timeout.Duration
 	if overdue && d.OnTimeout == v1alpha1.DrainProceed {
 		return ctrl.Result{}, r.setPhase(ctx, in, v1alpha1.PhaseDrained, v1alpha1.ReasonDrainTimeout,
-			fmt.Sprintf("drain timeout %s passed with %d pods left; proceeding as the policy says", d.Timeout.Duration, len(plan.evict)+plan.leaving+len(plan.blocked)))
+			fmt.Sprintf("drain timeout %s passed with %d pods left; proceeding as the policy says", d.Timeout.Duration, len(plan.evict)+len(plan.leavingPods)+len(plan.blocked)))
 	}
 	force := overdue && d.OnTimeout == v1alpha1.DrainForceDelete
 	var refused []string
-	changed := false
-	for _, pod := range plan.evict {
+	for _, pod := range pass.evict {
 		key := pod.Namespace + "/" + pod.Name
 		err := r.removePod(ctx, pod, d.GracePeriodSeconds, force)
 		switch {
@@ -171,6 +189,10 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 			if force {
 				rec.Reason, rec.Severity = v1alpha1.ReasonForceDeleted, audit.SeverityWarning
 				rec.Message = fmt.Sprintf("deleted without the Eviction API after the drain timeout %s (onTimeout: ForceDelete)", d.Timeout.Duration)
+			} else if w := findWait(in.nr, key); w != nil {
+				rec.Message = fmt.Sprintf("evicted under drain mode %s (%s)", w.Mode, w.Outcome)
+			} else if note := pass.notes[key]; note != "" {
+				rec.Message = note
 			}
 			r.audit.write(ctx, rec)
 		case apierrors.IsNotFound(err):
@@ -183,6 +205,20 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 			return ctrl.Result{}, fmt.Errorf("evicting pod %s from node %s: %w", key, in.nr.Spec.NodeName, err)
 		}
 	}
+	for _, pod := range pass.del {
+		key := pod.Namespace + "/" + pod.Name
+		if err := r.removePod(ctx, pod, nil, true); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting pod %s from node %s: %w", key, in.nr.Spec.NodeName, err)
+		}
+		if !slices.Contains(in.nr.Status.EvictedPods, key) {
+			in.nr.Status.EvictedPods = append(in.nr.Status.EvictedPods, key)
+		}
+		changed = true
+		rec := r.audit.record(in, audit.Evicted, "delete/"+key, 0)
+		rec.Pod, rec.Reason, rec.Severity = key, v1alpha1.ReasonForceDeleted, audit.SeverityWarning
+		rec.Message = "deleted without the Eviction API: still on the node after its DeleteAfterTimeout timeout"
+		r.audit.write(ctx, rec)
+	}
 	// Pods with emptyDir data the policy forbids deleting (plan.blocked)
 	// are not forced either: deleteEmptyDirData=false keeps that data
 	// whatever onTimeout says, and they hold the drain like a PDB.
@@ -193,6 +229,8 @@ func (r *remediationReconciler) draining(ctx context.Context, in *incident) (ctr
 			msg += fmt.Sprintf("; drain timeout %s passed, waiting as the policy says", d.Timeout.Duration)
 		}
 		changed = r.setCondition(in, v1alpha1.ConditionDrainBlocked, metav1.ConditionTrue, v1alpha1.ReasonEvictionRefused, msg) || changed
+	} else if len(pass.waiting) > 0 {
+		changed = r.setCondition(in, v1alpha1.ConditionDrainBlocked, metav1.ConditionTrue, v1alpha1.ReasonWorkloadWait, waitSummary(pass.waiting)) || changed
 	} else {
 		changed = r.setCondition(in, v1alpha1.ConditionDrainBlocked, metav1.ConditionFalse, v1alpha1.ReasonEvicting, "evictions accepted") || changed
 	}

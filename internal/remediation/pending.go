@@ -215,7 +215,7 @@ func (r *remediationReconciler) admit(ctx context.Context, in *incident) (ctrl.R
 	partial := partialDrain(in)
 	phase, reason, msg := v1alpha1.PhaseCordoned, v1alpha1.ReasonCordoned, "node cordoned and tainted "+v1alpha1.TaintUnhealthy+":NoSchedule"
 	if partial {
-		phase, reason, msg = v1alpha1.PhaseDraining, v1alpha1.ReasonPartialDrain, "evicting through the Eviction API only the pods holding "+gpuNames(nr.Status.GPUReset.GPUs)+"; the node stays schedulable"
+		phase, reason, msg = v1alpha1.PhaseDraining, v1alpha1.ReasonPartialDrain, "evicting through the Eviction API only the pods holding "+gpuNames(nr.Status.GPUReset.GPUs)+"; the node stays schedulable"+drainModesNote(in)
 	} else if err := r.cordon(ctx, in); err != nil {
 		return ctrl.Result{}, false, err
 	}

@@ -29,6 +29,8 @@ var defaultUnhealthyConditions = []v1alpha1.UnhealthyCondition{
 type policy struct {
 	*v1alpha1.RemediationPolicy
 	selector labels.Selector
+	// workloads are spec.drain.workloads with their selectors parsed.
+	workloads []workloadRule
 }
 
 func newPolicy(p *v1alpha1.RemediationPolicy) (*policy, error) {
@@ -75,7 +77,11 @@ func newPolicy(p *v1alpha1.RemediationPolicy) (*policy, error) {
 		v := intstr.FromInt32(1)
 		s.MaxParallel = &v
 	}
-	return &policy{RemediationPolicy: p, selector: sel}, nil
+	workloads, err := parseWorkloads(p.Name, s.Drain.Workloads)
+	if err != nil {
+		return nil, err
+	}
+	return &policy{RemediationPolicy: p, selector: sel, workloads: workloads}, nil
 }
 
 func defaultDuration(d **metav1.Duration, v time.Duration) {

@@ -61,6 +61,8 @@ type remediationReconciler struct {
 	devicePlugins []labels.Selector
 	// lemons is the history the lemon rule counts (lemon.go).
 	lemons *lemonHistory
+	// checkpoints posts checkpoint requests to the pods that ask for it.
+	checkpoints CheckpointPoster
 }
 
 // newRemediationReconciler is the state machine with o's clock, providers,
@@ -79,9 +81,9 @@ func newRemediationReconciler(c client.Client, reader client.Reader, recorder ev
 		lemons: lemons,
 		client: c, reader: reader, recorder: cleanEvents{recorder}, clock: o.Clock,
 		providers: o.Providers, poll: o.Poll, audit: aud, self: o.Self, retention: o.IncidentRetention, checks: o.Checks,
-		devicePlugins: o.DevicePlugins,
-		fleet:         &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
-		causeOpened:   map[string]v1alpha1.CauseBreaker{},
+		devicePlugins: o.DevicePlugins, checkpoints: o.CheckpointPoster,
+		fleet:       &fleetCounter{client: c, clock: o.Clock, maxAge: time.Second},
+		causeOpened: map[string]v1alpha1.CauseBreaker{},
 	}
 }
 

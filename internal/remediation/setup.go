@@ -87,6 +87,10 @@ type ControllerOptions struct {
 	// Checks configures the health gate's Job checks: their namespace,
 	// default images and managedBy.
 	Checks CheckOptions
+	// CheckpointPoster delivers the optional HTTP form of a checkpoint
+	// request (drain mode CheckpointThenEvict) to the URL a pod declares;
+	// nil: the real one (checkpointhttp.go). It must never block.
+	CheckpointPoster CheckpointPoster
 	// SkipNameValidation lets one process run several controllers with the
 	// same names (tests that restart or replicate the controller).
 	SkipNameValidation bool
@@ -116,6 +120,9 @@ func (o ControllerOptions) withDefaults() ControllerOptions {
 		o.PreflightEvery = DefaultPreflightEvery
 	}
 	o.Checks = o.Checks.withDefaults()
+	if o.CheckpointPoster == nil {
+		o.CheckpointPoster = NewHTTPCheckpointPoster()
+	}
 	return o
 }
 
