@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gpuhealv1 "github.com/gpuheal/gpuheal/api/v1alpha1"
 	"github.com/gpuheal/gpuheal/internal/audit"
@@ -67,6 +69,13 @@ func faultsRemediatedOnce(injections []schedule.Injection, rems []gpuhealv1.Node
 		case len(mine) > 1:
 			problems = append(problems, fmt.Sprintf("%s on %s: %d remediations (done twice)", in.Class, in.Node, len(mine)))
 			outcomes["duplicate"]++
+		case heldByCauseBreaker(&mine[0]):
+			// A recorded, explained refusal: incidents of one cause on
+			// more nodes than the policy allows wait for a person (the
+			// soak's compressed fault rate can make independent faults
+			// look correlated; docs/reliability.md).
+			outcomes["held by the cause breaker"]++
+			inv.Detail += fmt.Sprintf("; %s held: %s", mine[0].Name, admittedMessage(&mine[0]))
 		case !mine[0].Status.Phase.Terminal():
 			problems = append(problems, fmt.Sprintf("%s on %s: remediation %s still %s", in.Class, in.Node, mine[0].Name, mine[0].Status.Phase))
 			outcomes["unfinished"]++
@@ -83,6 +92,21 @@ func faultsRemediatedOnce(injections []schedule.Injection, rems []gpuhealv1.Node
 	}
 	inv.Detail = strings.TrimPrefix(fmt.Sprintf("%v%s", outcomes, inv.Detail), "; ")
 	return inv, outcomes
+}
+
+// heldByCauseBreaker: the incident waits in Pending because its cause's
+// breaker is open, which only a person closes.
+func heldByCauseBreaker(r *gpuhealv1.NodeRemediation) bool {
+	c := meta.FindStatusCondition(r.Status.Conditions, gpuhealv1.ConditionAdmitted)
+	return r.Status.Phase == gpuhealv1.PhasePending && c != nil && c.Status == metav1.ConditionFalse &&
+		c.Reason == gpuhealv1.ReasonCauseBreakerOpen
+}
+
+func admittedMessage(r *gpuhealv1.NodeRemediation) string {
+	if c := meta.FindStatusCondition(r.Status.Conditions, gpuhealv1.ConditionAdmitted); c != nil {
+		return c.Message
+	}
+	return ""
 }
 
 // coveredBy names the incident of the node that was open at the moment a

@@ -44,6 +44,30 @@ func TestFaultDuringAnOpenIncidentIsCovered(t *testing.T) {
 	}
 }
 
+// An incident the cause breaker holds for a person is an explained
+// refusal; one held for any other reason at the end is unfinished.
+func TestCauseBreakerHoldIsAnExplainedRefusal(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	inj := []schedule.Injection{
+		{Node: "n1", Time: t0, Fatal: true, Class: "faulty-gpu"},
+		{Node: "n2", Time: t0, Fatal: true, Class: "faulty-gpu"},
+	}
+	held := func(name, node, reason string) gpuhealv1.NodeRemediation {
+		r := incident(name, node, t0.Add(3*time.Second), t0.Add(3*time.Second), gpuhealv1.PhasePending)
+		r.Status.Conditions = []metav1.Condition{{Type: gpuhealv1.ConditionAdmitted, Status: metav1.ConditionFalse,
+			Reason: reason, Message: "the breaker of cause 6c197bf797 is open: 4 nodes failed"}}
+		return r
+	}
+	inv, outcomes := faultsRemediatedOnce(inj[:1], []gpuhealv1.NodeRemediation{held("n1-a", "n1", gpuhealv1.ReasonCauseBreakerOpen)})
+	if !inv.OK || outcomes["held by the cause breaker"] != 1 {
+		t.Fatalf("cause-breaker hold: %v, %s", outcomes, inv.Detail)
+	}
+	inv, outcomes = faultsRemediatedOnce(inj[1:], []gpuhealv1.NodeRemediation{held("n2-a", "n2", gpuhealv1.ReasonMaxParallel)})
+	if inv.OK || outcomes["unfinished"] != 1 {
+		t.Fatalf("a maxParallel hold at the end passed: %v, %s", outcomes, inv.Detail)
+	}
+}
+
 func TestGrowthJudgesTheTrendNotOneSample(t *testing.T) {
 	series := func(n int, rss func(i int) int64, routines func(i int) int) []processSample {
 		out := make([]processSample, n)
