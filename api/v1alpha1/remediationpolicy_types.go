@@ -307,8 +307,8 @@ type RemediationPolicySpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	GPUReset GPUResetSpec `json:"gpuReset,omitempty"`
-	// Lemon retires repeat offenders: a machine, or one GPU of it, behind
-	// too many hardware incidents is replaced or quarantined instead of
+	// Lemon retires repeat offenders: a machine behind too many hardware
+	// incidents is replaced or quarantined instead of
 	// being reset or rebooted once more (docs/health-score.md).
 	// +kubebuilder:default={}
 	// +optional

@@ -127,7 +127,7 @@ type lemonDecision struct {
 	why    string
 }
 
-// checkLemon says whether this incident's machine or GPU is a lemon under
+// checkLemon says whether this incident's machine is a lemon under
 // the policy, for an incident that would reset or reboot: a replacement is
 // already new hardware, and a cordon already waits for a person.
 func (r *remediationReconciler) checkLemon(ctx context.Context, in *incident, action v1alpha1.Action) (lemonDecision, bool) {
