@@ -68,11 +68,11 @@ func (o *Options) complete() error {
 	case o.Start.Truncate(time.Second) != o.Start:
 		return fmt.Errorf("start %s: must be whole seconds", o.Start)
 	}
-	if err := o.Hazard.validate(); err != nil {
+	if err := o.Hazard.Validate(); err != nil {
 		return err
 	}
 	if !o.Hazard.Off() {
-		o.hazardNorm = o.Hazard.norm(o.GPUs)
+		o.hazardNorm = hazardNorm(o.Hazard, o.GPUs)
 	}
 	return nil
 }

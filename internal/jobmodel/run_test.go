@@ -1,6 +1,7 @@
 package jobmodel
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -132,12 +133,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		t.Fatal("accepted")
 	}
 	for _, want := range []string{"job size 1000", "checkpoint every 0s"} {
-		if !contains(err.Error(), want) {
+		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%v lacks %q", err, want)
 		}
 	}
-}
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }
